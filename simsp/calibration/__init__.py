@@ -1,0 +1,41 @@
+"""Calibration data in and out: nccl-tests logs and GEMM tables, with their interpolated lookups.
+
+Two kinds of measured table feed the cost model:
+
+* `CollectiveTable` - the time of one collective (all_reduce, all_gather, reduce_scatter,
+  send_recv) versus message size, for one group size and link, read from nccl-tests output
+  (current and pre-2022 layouts, MPI-prefixed or not) or a vTrain look-up table, and written
+  back in the current nccl-tests layout (`simsp profile` emits that);
+* `GemmTable` - achieved GEMM throughput by shape (m, n, k, batch, layout), read from and
+  written to a small commented CSV.
+"""
+
+from simsp.calibration.gemm import (
+    LAYOUTS,
+    GemmPoint,
+    GemmTable,
+    read_gemm_table,
+    write_gemm_table,
+)
+from simsp.calibration.nccl import (
+    BUSBW_FACTORS,
+    COLLECTIVES,
+    CollectiveTable,
+    merge_tables,
+    read_nccl_log,
+    write_nccl_log,
+)
+
+__all__ = [
+    "BUSBW_FACTORS",
+    "COLLECTIVES",
+    "CollectiveTable",
+    "merge_tables",
+    "read_nccl_log",
+    "write_nccl_log",
+    "LAYOUTS",
+    "GemmPoint",
+    "GemmTable",
+    "read_gemm_table",
+    "write_gemm_table",
+]

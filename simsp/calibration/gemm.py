@@ -1,0 +1,160 @@
+"""GEMM throughput tables by shape: CSV in and out, and an interpolated lookup.
+
+A table row is one measured GEMM: C[m, n] = A[m, k] @ B[k, n], `batch` independent copies,
+`layout` in SimuMax's naming for a Megatron linear layer: TN = forward, NN = input gradient
+(dgrad), NT = weight gradient (wgrad). The CSV carries '#' comment lines first (provenance,
+'# device: ...', '# dtype: ...'), then the columns m,n,k,batch,layout,tflops.
+"""
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simsp.errors import InputError
+
+LAYOUTS = ("TN", "NN", "NT")
+_COLUMNS = ("m", "n", "k", "batch", "layout", "tflops")
+_NEIGHBOURS = 4
+"""At most this many covered points are blended by a lookup."""
+
+
+@dataclass(frozen=True)
+class GemmPoint:
+    """One measured GEMM shape and its achieved throughput."""
+
+    m: int
+    """Rows of the output."""
+    n: int
+    """Columns of the output."""
+    k: int
+    """Reduction dimension."""
+    batch: int
+    """Independent GEMMs of this shape in one call (1 for a plain matmul)."""
+    layout: str
+    """TN (forward), NN (dgrad) or NT (wgrad)."""
+    tflops: float
+    """Achieved TFLOP/s, counting 2*m*n*k*batch FLOPs."""
+
+
+@dataclass(frozen=True)
+class GemmTable:
+    """Measured GEMM throughput by shape.
+
+    `lookup_tflops` rule: an exact (m, n, k, batch, layout) hit returns its value. Otherwise the
+    query is *covered* when some measured point of the same layout lies within a factor of 2 of
+    it in every one of m, n, k and batch (i.e. the nearest point in the max-norm of log2 ratios
+    is <= 1); if no point of that layout covers it, points of any layout are tried. The answer
+    is the inverse-squared-distance weighted mean (Euclidean distance in log2 m, n, k, batch) of
+    the nearest covering points, at most 4 of them, so it always lies between their values.
+    Uncovered queries return None and the caller falls back to its roofline model.
+    """
+
+    points: tuple[GemmPoint, ...]
+    dtype: str = ""
+    device: str = ""
+    source: str = ""
+    _exact: dict = field(init=False, repr=False, compare=False)
+    _logs: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        exact = {}
+        for p in self.points:
+            exact.setdefault((p.m, p.n, p.k, p.batch, p.layout), p.tflops)
+        logs = tuple((p.layout, _log_shape(p.m, p.n, p.k, p.batch), p.tflops) for p in self.points)
+        object.__setattr__(self, "_exact", exact)
+        object.__setattr__(self, "_logs", logs)
+
+    def lookup_tflops(self, m, n, k, batch=1, layout="TN") -> float | None:
+        """Achieved TFLOP/s for this shape, or None when the table does not cover it."""
+        hit = self._exact.get((m, n, k, batch, layout))
+        if hit is not None:
+            return hit
+        if min(m, n, k, batch) <= 0:
+            return None
+        query = _log_shape(m, n, k, batch)
+        near = _covering(query, [p for p in self._logs if p[0] == layout]) or _covering(query, self._logs)
+        return _idw(near[:_NEIGHBOURS]) if near else None
+
+
+def _log_shape(m, n, k, batch) -> tuple[float, float, float, float]:
+    """The shape as log2 coordinates."""
+    return (math.log2(m), math.log2(n), math.log2(k), math.log2(batch))
+
+
+def _covering(query, logs) -> list[tuple[float, float]]:
+    """(distance, tflops) of points within a factor of 2 in every dimension, nearest first."""
+    near = []
+    for _, coords, tflops in logs:
+        deltas = [q - c for q, c in zip(query, coords)]
+        if max(abs(d) for d in deltas) <= 1.0:
+            near.append((math.sqrt(sum(d * d for d in deltas)), tflops))
+    return sorted(near)
+
+
+def _idw(near: list[tuple[float, float]]) -> float:
+    """Inverse-squared-distance weighted mean of (distance, value) pairs (distance > 0)."""
+    weights = [1.0 / (d * d) if d > 0 else math.inf for d, _ in near]
+    if math.inf in weights:
+        return next(v for (d, v) in near if d == 0)
+    return sum(w * v for w, (_, v) in zip(weights, near)) / sum(weights)
+
+
+def read_gemm_table(path) -> GemmTable:
+    """Read a GEMM CSV ('#' comment header, then m,n,k,batch,layout,tflops)."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(path, "file", str(path), f"cannot read as text: {err}") from None
+    meta = _comment_fields(line for line in lines if line.startswith("#"))
+    body = [line for line in lines if line.strip() and not line.startswith("#")]
+    reader = csv.DictReader(body)
+    missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise InputError(path, "columns", reader.fieldnames, f"need columns {','.join(_COLUMNS)}; missing {missing}")
+    points = tuple(_point(path, i + 2, row) for i, row in enumerate(reader))
+    if not points:
+        raise InputError(path, "rows", 0, "a GEMM table needs at least one row")
+    return GemmTable(points, meta.get("dtype", ""), meta.get("device", ""), str(path))
+
+
+def _comment_fields(comments) -> dict[str, str]:
+    """'# key: value' comment lines as a dict (keys lower-case)."""
+    fields = {}
+    for line in comments:
+        key, sep, value = line.lstrip("#").partition(":")
+        if sep:
+            fields.setdefault(key.strip().lower(), value.strip())
+    return fields
+
+
+def _point(path: Path, row_no: int, row: dict) -> GemmPoint:
+    """One CSV row as a GemmPoint; InputError naming the row and column when malformed."""
+    values = {}
+    for col in ("m", "n", "k", "batch"):
+        values[col] = _positive(path, row_no, col, row[col], int)
+    layout = (row["layout"] or "").strip().upper()
+    if layout not in LAYOUTS:
+        raise InputError(path, f"row {row_no}.layout", row["layout"], f"must be one of {', '.join(LAYOUTS)}")
+    tflops = _positive(path, row_no, "tflops", row["tflops"], float)
+    return GemmPoint(layout=layout, tflops=tflops, **values)
+
+
+def _positive(path: Path, row_no: int, col: str, text, kind):
+    """Parse `text` as a positive finite `kind` (int or float)."""
+    try:
+        value = kind((text or "").strip())
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or not math.isfinite(value):
+        raise InputError(path, f"row {row_no}.{col}", text, f"must be a positive {kind.__name__}")
+    return value
+
+
+def write_gemm_table(table: GemmTable, path, comments: list[str]) -> None:
+    """Write `table` as CSV: `comments` as '# ' lines, then device and dtype, then the rows."""
+    lines = [f"# {c}".rstrip() for c in comments]
+    lines += [f"# device: {table.device}", f"# dtype: {table.dtype}", ",".join(_COLUMNS)]
+    lines += [f"{p.m},{p.n},{p.k},{p.batch},{p.layout},{p.tflops:.3f}" for p in table.points]
+    Path(path).write_text("\n".join(lines) + "\n")

@@ -1,0 +1,95 @@
+"""Command line: `simsp run | memory | layer ...`. Bad input exits 2 with one line, never a traceback."""
+
+import argparse
+import json
+import sys
+
+from simsp.config import load_hardware, load_workload
+from simsp.errors import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2."""
+
+    def error(self, message):
+        print(f"simsp: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _add_workload_args(p: argparse.ArgumentParser) -> None:
+    """The workload file, the hardware file and DESIGN.md's override flags."""
+    p.add_argument("workload", help="workload YAML (see workloads/)")
+    p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    p.add_argument("--tp", type=int)
+    p.add_argument("--pp", type=int)
+    p.add_argument("--dp", type=int)
+    p.add_argument("--sp", dest="sequence_parallel", action="store_true", default=None)
+    p.add_argument("--no-sp", dest="sequence_parallel", action="store_false")
+    p.add_argument("--recompute", choices=("none", "selective", "full"))
+    p.add_argument("--micro-batch", type=int)
+    p.add_argument("--global-batch", type=int)
+    p.add_argument("--schedule", choices=("gpipe", "1f1b", "interleaved"))
+    p.add_argument("--virtual-stages", type=int)
+    p.add_argument("--distributed-optimizer", action="store_true", default=None)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def overrides(args) -> dict:
+    """CLI flags as workload overrides; `--schedule X` without `--virtual-stages` resets chunks to 1."""
+    parallel = {k: getattr(args, k) for k in ("tp", "pp", "dp", "sequence_parallel", "recompute",
+                                                  "schedule", "virtual_stages", "distributed_optimizer")}
+    if args.schedule and args.schedule != "interleaved" and args.virtual_stages is None:
+        parallel["virtual_stages"] = 1
+    training = {"micro_batch": args.micro_batch, "global_batch": args.global_batch}
+    return {"parallel": parallel, "training": training}
+
+
+def load(args):
+    """(workload, hardware) from parsed arguments."""
+    return load_workload(args.workload, overrides(args)), load_hardware(args.hardware)
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False))
+
+
+def cmd_memory(args) -> None:
+    """`simsp memory`: per-stage HBM without the time simulation."""
+    from simsp.memory import memory_report
+    from simsp.report import memory_table
+
+    w, hw = load(args)
+    report = memory_report(w, hw)
+    _print_json(report.to_dict()) if args.json else print(memory_table(w, hw, report))
+
+
+COMMANDS = {"memory": (cmd_memory, "HBM per GPU and stage, without simulating time")}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    top = _Parser(prog="simsp", description="Simulate one training iteration of a large transformer.")
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (func, help_) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        _add_workload_args(p)
+        p.set_defaults(func=func)
+    return top
+
+
+def main(argv=None) -> int:
+    """Entry point of the `simsp` console script."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:  # usage errors (2) and --help (0)
+        return int(e.code or 0)
+    try:
+        args.func(args)
+    except InputError as e:
+        print(f"simsp: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

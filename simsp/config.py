@@ -1,0 +1,166 @@
+"""The only module that reads YAML: workload and hardware files become validated frozen specs.
+
+Every problem is raised as one InputError naming the file, the key, the value and the rule.
+"""
+
+import dataclasses
+import glob
+import typing
+from pathlib import Path
+
+import yaml
+
+from simsp.errors import InputError
+from simsp.hardware import CalibrationSpec, GpuSpec, HardwareSpec, MemoryBoundSpec, NetworkSpec, NodeSpec
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.workload import TrainingSpec, Workload, validate
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_HARDWARE = "hardware/dgx-a100-80gb.yaml"
+
+
+def read_yaml(path) -> dict:
+    """Load a YAML mapping, or raise InputError for a missing, unreadable or non-mapping file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(path, "file", str(path), f"is not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "file", type(data).__name__, "must be a YAML mapping of keys to values")
+    return data
+
+
+def _check_scalar(file, key, value, kind, allow_zero):
+    """Type and sign check of one scalar field."""
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InputError(file, key, value, "must be true or false")
+        return value
+    if kind is str:
+        if not isinstance(value, str) or not value:
+            raise InputError(file, key, value, "must be a non-empty string")
+        return value
+    ok = isinstance(value, int if kind is int else (int, float)) and not isinstance(value, bool)
+    if not ok:
+        raise InputError(file, key, value, f"must be {'an integer' if kind is int else 'a number'}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise InputError(file, key, value, "must be positive" if not allow_zero else "must not be negative")
+    return kind(value)
+
+
+def _check_steps(file, key, value):
+    """A mapping or list of (threshold, value) pairs -> ascending tuple of float pairs."""
+    pairs = value.items() if isinstance(value, dict) else value
+    try:
+        steps = tuple(sorted((float(a), float(b)) for a, b in pairs))
+    except (TypeError, ValueError):
+        raise InputError(file, key, value, "must map numbers to numbers, e.g. {0: 0.3, 1e6: 0.6}") from None
+    if not steps or any(a < 0 or b <= 0 for a, b in steps):
+        raise InputError(file, key, value, "must be a non-empty map of non-negative thresholds to positive values")
+    return steps
+
+
+def build(cls, data, file, prefix=""):
+    """Build dataclass cls from a mapping, checking unknown/missing keys, types and signs."""
+    if not isinstance(data, dict):
+        raise InputError(file, prefix.rstrip(".") or "file", data, "must be a mapping")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in fields:
+            raise InputError(file, prefix + str(key), data[key], f"unknown key; known: {', '.join(fields)}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, f in fields.items():
+        key = prefix + name
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if name not in data:
+            if not has_default:
+                raise InputError(file, key, None, "is required")
+            continue
+        kind = hints[name]
+        if kind in (int, float, bool, str):
+            values[name] = _check_scalar(file, key, data[name], kind, allow_zero=has_default and f.default == 0)
+        elif kind == tuple[str, ...]:
+            items = data[name] if isinstance(data[name], list) else [data[name]]
+            values[name] = tuple(_check_scalar(file, key, v, str, False) for v in items)
+        else:
+            values[name] = _check_steps(file, key, data[name])
+    return cls(**values)
+
+
+def _section(data, file, name, cls):
+    """One required top-level section built into cls."""
+    if name not in data:
+        raise InputError(file, name, None, "is required")
+    return build(cls, data[name], file, prefix=name + ".")
+
+
+def _unknown_top(data, file, known):
+    for key in data:
+        if key not in known:
+            raise InputError(file, key, data[key], f"unknown key; known: {', '.join(known)}")
+
+
+def load_workload(path, overrides: dict | None = None) -> Workload:
+    """Read a workload YAML, apply CLI overrides ({'parallel': {...}, 'training': {...}}), validate."""
+    data = read_yaml(path)
+    _unknown_top(data, path, ("name", "model", "training", "parallel"))
+    for section, values in (overrides or {}).items():
+        merged = dict(data.get(section) or {})
+        merged.update({k: v for k, v in values.items() if v is not None})
+        data[section] = merged
+    name = _check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
+    w = Workload(
+        name=name,
+        model=_section(data, path, "model", ModelSpec),
+        training=_section(data, path, "training", TrainingSpec),
+        parallel=build(ParallelSpec, data.get("parallel", {}), path, prefix="parallel."),
+    )
+    return validate(w, str(path))
+
+
+def _resolve_paths(file, key, patterns, folder: Path) -> tuple[str, ...]:
+    """Expand calibration paths (globs allowed) relative to the hardware file's folder."""
+    found = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(folder / pattern)))
+        if not matches:
+            raise InputError(file, key, pattern, f"matches no file under {folder}")
+        found.extend(matches)
+    return tuple(found)
+
+
+def load_hardware(path=None) -> HardwareSpec:
+    """Read a hardware YAML; calibration paths become absolute."""
+    path = Path(path) if path else default_hardware_path()
+    data = read_yaml(path)
+    _unknown_top(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
+    cal = build(CalibrationSpec, data.get("calibration", {}), path, prefix="calibration.")
+    folder = path.resolve().parent
+    cal = dataclasses.replace(
+        cal,
+        gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
+        nvlink=_resolve_paths(path, "calibration.nvlink", cal.nvlink, folder),
+        infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
+    )
+    return HardwareSpec(
+        name=_check_scalar(path, "name", data.get("name", path.stem), str, False),
+        gpu=_section(data, path, "gpu", GpuSpec),
+        node=_section(data, path, "node", NodeSpec),
+        network=_section(data, path, "network", NetworkSpec),
+        memory_bound=_section(data, path, "memory_bound", MemoryBoundSpec),
+        calibration=cal,
+    )
+
+
+def default_hardware_path() -> Path:
+    """hardware/dgx-a100-80gb.yaml from the working directory, else from the source checkout."""
+    local = Path(DEFAULT_HARDWARE)
+    return local if local.exists() else REPO_ROOT / DEFAULT_HARDWARE

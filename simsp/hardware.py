@@ -1,0 +1,81 @@
+"""The machine a run is simulated on: GPU, node, network and where its calibration lives."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One accelerator."""
+
+    name: str
+    peak_tflops: float
+    """Dense 16-bit tensor-core peak (MFU/HFU denominator)."""
+    hbm_gib: float
+    """HBM capacity per GPU."""
+    hbm_gbps: float
+    """Datasheet HBM bandwidth, GB/s (1e9 B/s)."""
+    gemm_max_tflops: float
+    """Best achieved dense GEMM rate (MAMF); the roofline fallback's ceiling."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """GPUs that share one NVLink domain."""
+
+    gpus: int
+    nvlink_gbps: float
+    """NVLink bandwidth per GPU per direction, GB/s."""
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """The scale-out fabric between nodes."""
+
+    nics_per_node: int
+    nic_gbps: float
+    """Line rate of one NIC, Gb/s (bits)."""
+
+
+@dataclass(frozen=True)
+class MemoryBoundSpec:
+    """Achieved HBM bandwidth of element-wise kernels, as a fraction of hbm_gbps by bytes moved."""
+
+    efficiency_by_bytes: tuple[tuple[float, float], ...]
+    """(bytes, efficiency) steps, ascending: a kernel moving >= bytes reaches that efficiency."""
+    layernorm_fwd_gbps: float = 0.0
+    """Measured fused layer-norm forward rate, GB/s; 0 means use the curve."""
+    layernorm_bwd_gbps: float = 0.0
+    """Measured fused layer-norm backward rate, GB/s; 0 means use the curve."""
+
+
+@dataclass(frozen=True)
+class CalibrationSpec:
+    """Measured tables, as absolute paths resolved from the hardware file's folder."""
+
+    gemm: str = ""
+    """GEMM table (CSV: m, n, k, batch, layout, tflops); empty means roofline only."""
+    nvlink: tuple[str, ...] = ()
+    """nccl-tests logs measured inside one node."""
+    infiniband: tuple[str, ...] = ()
+    """nccl-tests logs measured across nodes with every GPU of each node in the group."""
+    gemm_fallback_efficiency: tuple[tuple[float, float], ...] = ((0.0, 0.1), (1e9, 0.6), (16e9, 0.9))
+    """(FLOPs, fraction of gemm_max_tflops) steps for shapes no table covers."""
+    kernel_launch_us: float = 0.0
+    """Minimum time of any kernel (launch and tail), microseconds."""
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """A cluster of identical nodes."""
+
+    name: str
+    gpu: GpuSpec
+    node: NodeSpec
+    network: NetworkSpec
+    memory_bound: MemoryBoundSpec
+    calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+
+    @property
+    def hbm_bytes(self) -> int:
+        """HBM capacity per GPU in bytes."""
+        return int(self.gpu.hbm_gib * 1024**3)

@@ -1,0 +1,160 @@
+"""HBM per GPU, derived from the layer's op list: activations, weights, gradients, optimizer state.
+
+Activations per layer sum the tensors the ops save for backward (layer.py), so the paper's
+Table 2 rows follow from the op list. A stage holds activations for the microbatches its
+schedule has in flight; the first and last stages add the embedding and output-layer tensors
+(paper §4.3). Weights + gradients + optimizer take 18 bytes a parameter, or 6 + 12/d with the
+distributed optimizer (Megatron-LM docs, dist_optimizer.md).
+"""
+
+from dataclasses import dataclass
+
+from simsp import layer as L
+from simsp.hardware import HardwareSpec
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.schedule import build, warmup_1f1b, warmup_interleaved
+from simsp.workload import Workload
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """Peak HBM of one pipeline stage (one representative TP/DP rank)."""
+
+    stage: int
+    weights_and_optimizer_bytes: float
+    activation_bytes: float
+
+    @property
+    def peak_bytes(self) -> float:
+        """Weights, gradients, optimizer state and the activation peak together."""
+        return self.weights_and_optimizer_bytes + self.activation_bytes
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """The `memory` object of the JSON contract."""
+
+    capacity_bytes: int
+    activation_per_layer_bytes: float
+    stages: tuple[StageMemory, ...]
+
+    @property
+    def peak_bytes(self) -> float:
+        """The most loaded stage's peak."""
+        return max(s.peak_bytes for s in self.stages)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every stage fits in HBM."""
+        return self.peak_bytes <= self.capacity_bytes
+
+    def to_dict(self) -> dict:
+        """DESIGN.md's `memory` object."""
+        return {
+            "capacity_bytes": self.capacity_bytes,
+            "fits": self.fits,
+            "peak_bytes": round(self.peak_bytes),
+            "stages": [{"stage": s.stage, "peak_bytes": round(s.peak_bytes),
+                        "weights_and_optimizer_bytes": round(s.weights_and_optimizer_bytes),
+                        "activation_bytes": round(s.activation_bytes)} for s in self.stages],
+            "activation_per_layer_bytes": round(self.activation_per_layer_bytes),
+        }
+
+
+def saved_tensors(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[L.Saved, ...]:
+    """The tensors one layer keeps for backward under the run's recompute mode (paper §5)."""
+    if parallel.recompute == "full":
+        return (L.layer_input(model, micro_batch),)
+    saves = (s for op in L.build_layer(model, parallel, micro_batch) for s in op.saves)
+    return tuple(s for s in saves if not (parallel.recompute == "selective" and s.selective))
+
+
+def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+    """One layer, one microbatch, one GPU: the rows of the paper's Table 2, from the op list."""
+    return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
+
+
+def _sum_stored(saves, parallel) -> float:
+    return sum(L.stored_bytes(s, parallel) for s in saves)
+
+
+def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+    """A stage's output tensor, 2sbh (/t under SP): what Appendix B deallocates after sending."""
+    return L.stored_bytes(L.layer_input(model, micro_batch), parallel)
+
+
+def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
+    """Chunk-microbatches whose activations a stage holds at its peak: warm-up forwards plus one.
+
+    1F1B: p - stage (PipeDream-flush); GPipe: all m; interleaved: Megatron's warm-up plus one,
+    which on stage 0 is L(1 + (p-1)/(pv)) layers (paper §4.2.3).
+    """
+    if schedule == "gpipe":
+        return m
+    if schedule == "interleaved" and v > 1:
+        return min(warmup_interleaved(p, m, v, stage) + 1, m * v)
+    return min(warmup_1f1b(p, m, stage) + 1, m)
+
+
+def weight_bytes_per_param(parallel: ParallelSpec) -> float:
+    """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/d sharded."""
+    return 6 + 12 / parallel.dp if parallel.distributed_optimizer else 18.0
+
+
+def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
+    """Parameters one TP rank of a stage holds: its layers / t, plus embeddings on the end stages."""
+    t, p, h = parallel.tp, parallel.pp, model.hidden
+    params = (model.layers // p) * layer_params_per_rank(model, t)
+    if stage == 0:
+        params += model.vocab * h / t + model.seq_len * h  # vocab-parallel words, replicated positions
+    if stage == p - 1:
+        params += 2 * h  # final layer-norm
+        if p > 1 or not model.tied_embeddings:
+            params += model.vocab * h / t  # output layer (a tied copy on the last stage when p > 1)
+    return params
+
+
+def layer_params_per_rank(model: ModelSpec, t: int) -> float:
+    """One layer on one TP rank: sharded weights and column biases / t; row biases and norms whole."""
+    h, f = model.hidden, model.ffn
+    sharded = 3 * h * h + 3 * h + h * h + h * f + f + f * h
+    return sharded / t + h + h + 4 * h
+
+
+def _stage_activation_walk(w: Workload, stage: int, chunk_bytes: float, extra_first: float,
+                           extra_last: float) -> float:
+    """Peak of a stage's activation bytes, walking its schedule (needed where chunks differ)."""
+    p, v = w.parallel.pp, w.parallel.chunks
+    held = peak = 0.0
+    for a in build(w.parallel.schedule, p, w.microbatches, v)[stage]:
+        size = chunk_bytes + (extra_first if a.chunk == 0 else 0.0) + (extra_last if a.chunk == v - 1 else 0.0)
+        held += size if a.kind == "F" else -size
+        peak = max(peak, held)
+    return peak
+
+
+def stage_activation_bytes(w: Workload, stage: int) -> float:
+    """Activation peak of one stage: in-flight chunk-microbatches x their layers, plus end-stage extras."""
+    model, par, b = w.model, w.parallel, w.training.micro_batch
+    p, v = par.pp, par.chunks
+    chunk = w.layers_per_chunk * activation_per_layer_bytes(model, par, b)
+    if not par.deallocate_pipeline_outputs and stage < p - 1:
+        chunk += stage_output_bytes(model, par, b)
+    first = _sum_stored(L.embedding_saves(model, b), par) if stage == 0 else 0.0
+    last = _sum_stored(L.output_saves(model, b), par) if stage == p - 1 else 0.0
+    if v > 1 and (first or last):
+        return _stage_activation_walk(w, stage, chunk, first, last)
+    count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)
+    last_count = 1 if par.schedule != "gpipe" else count  # 1F1B's last stage holds one microbatch
+    return count * (chunk + first) + last_count * last
+
+
+def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
+    """Per-stage peak HBM for a workload on a machine."""
+    per_param = weight_bytes_per_param(w.parallel)
+    stages = tuple(
+        StageMemory(s, stage_params(w.model, w.parallel, s) * per_param, stage_activation_bytes(w, s))
+        for s in range(w.parallel.pp))
+    per_layer = activation_per_layer_bytes(w.model, w.parallel, w.training.micro_batch)
+    return MemoryReport(hw.hbm_bytes, per_layer, stages)

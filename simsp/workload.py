@@ -1,0 +1,68 @@
+"""One training run: model, batch and parallel plan, checked against the rules that bind them."""
+
+from dataclasses import dataclass
+
+from simsp.errors import InputError
+from simsp.model import ModelSpec
+from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """Batch sizes of one iteration."""
+
+    global_batch: int
+    """Sequences per iteration over all replicas (the paper's B in Eq. 7)."""
+    micro_batch: int
+    """Sequences per microbatch b."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model, its batch and its parallel plan, validated together."""
+
+    name: str
+    model: ModelSpec
+    training: TrainingSpec
+    parallel: ParallelSpec
+
+    @property
+    def microbatches(self) -> int:
+        """Microbatches each pipeline runs per iteration: B / (b x d)."""
+        return self.training.global_batch // (self.training.micro_batch * self.parallel.dp)
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Transformer layers on each pipeline stage (all chunks together)."""
+        return self.model.layers // self.parallel.pp
+
+    @property
+    def layers_per_chunk(self) -> int:
+        """Transformer layers in one model chunk."""
+        return self.model.layers // (self.parallel.pp * self.parallel.chunks)
+
+
+def _rules(w: Workload):
+    """(key, value, holds, rule) for every cross-field rule, in the order they are checked."""
+    m, t, p = w.model, w.training, w.parallel
+    chunks = p.pp * p.chunks
+    yield "parallel.recompute", p.recompute, p.recompute in RECOMPUTE_MODES, f"must be one of {', '.join(RECOMPUTE_MODES)}"
+    yield "parallel.schedule", p.schedule, p.schedule in SCHEDULES, f"must be one of {', '.join(SCHEDULES)}"
+    yield "model.heads", m.heads, m.hidden % m.heads == 0, f"must divide hidden ({m.hidden})"
+    yield "parallel.tp", p.tp, m.heads % p.tp == 0, f"must divide model.heads ({m.heads})"
+    yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
+    yield "parallel.tp", p.tp, m.vocab % p.tp == 0, f"must divide model.vocab ({m.vocab})"
+    yield "parallel.sequence_parallel", p.sequence_parallel, not p.sequence_parallel or m.seq_len % p.tp == 0, f"needs tp ({p.tp}) to divide seq_len ({m.seq_len})"
+    yield "parallel.virtual_stages", p.virtual_stages, p.schedule == "interleaved" or p.virtual_stages == 1, "must be 1 unless schedule is interleaved"
+    yield "parallel.schedule", p.schedule, p.schedule != "interleaved" or p.pp > 1, "interleaved needs pp > 1"
+    yield "model.layers", m.layers, m.layers % chunks == 0, f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks"
+    yield "training.global_batch", t.global_batch, t.global_batch % (t.micro_batch * p.dp) == 0, f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})"
+    yield "training.global_batch", t.global_batch, p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0, f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})"
+
+
+def validate(w: Workload, source: str) -> Workload:
+    """Raise InputError naming source, key, value and rule for the first broken rule."""
+    for key, value, holds, rule in _rules(w):
+        if not holds:
+            raise InputError(source, key, value, rule)
+    return w
