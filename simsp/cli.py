@@ -63,7 +63,53 @@ def cmd_memory(args) -> None:
     _print_json(report.to_dict()) if args.json else print(memory_table(w, hw, report))
 
 
-COMMANDS = {"memory": (cmd_memory, "HBM per GPU and stage, without simulating time")}
+def cmd_run(args) -> None:
+    """`simsp run`: simulate one iteration; optional timeline and trace files."""
+    from simsp.report import run, run_summary
+
+    w, hw = load(args)
+    result = run(w, hw)
+    outputs = {}
+    if args.timeline:
+        from simsp.timeline import timeline_html
+        outputs[args.timeline] = timeline_html(result)
+    if args.trace:
+        from simsp.perfetto import chrome_trace_json
+        outputs[args.trace] = chrome_trace_json(result)
+    for path, text in outputs.items():  # everything rendered before anything is written
+        write_text(path, text)
+    _print_json(result.to_dict()) if args.json else print(run_summary(result))
+
+
+def write_text(path, text: str) -> None:
+    """Write an output file, or raise InputError naming it."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})") from None
+
+
+def cmd_layer(args) -> None:
+    """`simsp layer`: one transformer layer, one microbatch, per-op breakdown (paper Table 4)."""
+    from simsp.cost import cost_model
+    from simsp.cost.layer_time import layer_time
+    from simsp.cost.stage_time import placement
+    from simsp.layer import build_layer
+    from simsp.report import layer_dict, layer_table
+
+    w, hw = load(args)
+    place = placement(w, hw.node.gpus)
+    lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost_model(hw), w.parallel,
+                    place.tp_ranks_per_node)
+    _print_json(layer_dict(lt)) if args.json else print(layer_table(w, hw, lt))
+
+
+COMMANDS = {
+    "run": (cmd_run, "simulate one training iteration"),
+    "memory": (cmd_memory, "HBM per GPU and stage, without simulating time"),
+    "layer": (cmd_layer, "one transformer layer's forward and backward, op by op"),
+}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -73,6 +119,9 @@ def parser() -> argparse.ArgumentParser:
     for name, (func, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
         _add_workload_args(p)
+        if name == "run":
+            p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
+            p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")
         p.set_defaults(func=func)
     return top
 
@@ -88,6 +137,8 @@ def main(argv=None) -> int:
     except InputError as e:
         print(f"simsp: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
     return 0
 
 

@@ -147,6 +147,7 @@ def load_hardware(path=None) -> HardwareSpec:
     cal = dataclasses.replace(
         cal,
         gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
+        gemm_model=_resolve_paths(path, "calibration.gemm_model", [cal.gemm_model], folder)[0] if cal.gemm_model else "",
         nvlink=_resolve_paths(path, "calibration.nvlink", cal.nvlink, folder),
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )

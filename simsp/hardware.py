@@ -53,7 +53,9 @@ class CalibrationSpec:
     """Measured tables, as absolute paths resolved from the hardware file's folder."""
 
     gemm: str = ""
-    """GEMM table (CSV: m, n, k, batch, layout, tflops); empty means roofline only."""
+    """Measured GEMM table (CSV: m, n, k, batch, layout, tflops); empty means none."""
+    gemm_model: str = ""
+    """Modeled GEMM table for shapes the measured one does not cover, used before the roofline."""
     nvlink: tuple[str, ...] = ()
     """nccl-tests logs measured inside one node."""
     infiniband: tuple[str, ...] = ()
@@ -62,6 +64,9 @@ class CalibrationSpec:
     """(FLOPs, fraction of gemm_max_tflops) steps for shapes no table covers."""
     kernel_launch_us: float = 0.0
     """Minimum time of any kernel (launch and tail), microseconds."""
+    collective_sm_share: float = 0.0
+    """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
+    collective runs at (1 - share) of its speed for as long as the collective lasts."""
 
 
 @dataclass(frozen=True)

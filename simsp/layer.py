@@ -60,7 +60,7 @@ class Op:
 
     name: str
     kind: str
-    """gemm, attention_gemm, layernorm, softmax, dropout, gelu, bias_dropout_add, copy,
+    """gemm, attention_gemm, layernorm, softmax, dropout, gelu, bias_dropout_add, bias, copy,
     residual_grad (backward only) or comm."""
     block: str
     """attention or mlp."""
@@ -121,6 +121,9 @@ def build_layer(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> t
         _tp_comms("attention entry", "attention", x, parallel, entry=True),
         Op("qkv", "gemm", "attention", gemm=Gemm(s * b, 3 * h // t, h),
            saves=(Saved("qkv input", x, "sp"),)),
+        # Megatron's column-parallel linear adds its bias in a separate kernel (mpu/layers.py,
+        # `output = output + bias`); backward reduces the output gradient for the bias gradient.
+        Op("qkv bias", "bias", "attention", fwd_bytes=2 * 3 * x / t, bwd_bytes=3 * x / t),
         Op("qk^T", "attention_gemm", "attention", gemm=Gemm(s, s, h // a, b * a // t), selective=True,
            saves=(Saved("Q, K", 2 * x, "tp"),)),
         Op("softmax", "softmax", "attention", fwd_bytes=2 * BYTES_16BIT * as2b / t,

@@ -1,7 +1,12 @@
 """Results for people: the JSON contract's objects and readable terminal tables."""
 
+from dataclasses import dataclass
+
+from simsp.engine import Simulation
+from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
 from simsp.memory import MemoryReport
+from simsp.plan import Plan
 from simsp.units import GIB
 from simsp.workload import Workload
 
@@ -29,4 +34,115 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
         lines.append(f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  {_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}")
     verdict = "fits" if r.fits else "DOES NOT FIT"
     lines.append(f"peak {r.peak_bytes / GIB:.2f} GiB of {r.capacity_bytes / GIB:.0f} GiB: {verdict}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One simulated iteration, as DESIGN.md's JSON contract reports it."""
+
+    workload: Workload
+    hardware: HardwareSpec
+    plan: Plan
+    sim: Simulation
+    memory: MemoryReport
+
+    @property
+    def iteration_time_s(self) -> float:
+        return self.sim.iteration_s
+
+    def mfu(self) -> float:
+        w = self.workload
+        return utilization(model_flops(w.model, w.training.global_batch), self.iteration_time_s,
+                           w.parallel.gpus, self.hardware.gpu.peak_tflops)
+
+    def hfu(self) -> float:
+        w = self.workload
+        return utilization(hardware_flops(w.model, w.training.global_batch, w.parallel.recompute),
+                           self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops)
+
+    def breakdown(self, stage: int = 0) -> dict:
+        """Where one stage's iteration went; the parts sum to the iteration time."""
+        spans = [s for s in self.sim.spans if s.stage == stage]
+        chunks = self.plan.chunks
+        tp = sum(chunks[s.chunk * self.plan.p + stage].forward_tp_s if s.kind == "forward" else
+                 chunks[s.chunk * self.plan.p + stage].backward_tp_s
+                 for s in spans if s.kind in ("forward", "backward"))
+        compute = sum(s.dur_s for s in spans if s.kind in ("forward", "backward")) - tp
+        pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
+        busy_end = max((s.end_s for s in spans if s.stream in ("compute", "pp_comm") and s.kind != "optimizer"),
+                       default=0.0)
+        dp = self.sim.stage_done_s[stage] - busy_end
+        opt = self.plan.optimizer_s[stage]
+        bubble = self.iteration_time_s - (compute + tp + pp + dp + opt)
+        return {"stage": stage, "compute_s": compute, "tp_comm_s": tp, "pp_comm_s": pp, "dp_comm_s": dp,
+                "bubble_s": bubble, "optimizer_s": opt}
+
+    def to_dict(self) -> dict:
+        """DESIGN.md's `simsp run --json` object."""
+        w, lt = self.workload, self.plan.layer
+        br = self.breakdown()
+        return {
+            "workload": w.name,
+            "hardware": self.hardware.name,
+            "iteration_time_s": self.iteration_time_s,
+            "mfu": self.mfu(),
+            "hfu": self.hfu(),
+            "tokens_per_s": w.training.global_batch * w.model.seq_len / self.iteration_time_s,
+            "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
+            "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
+            "memory": self.memory.to_dict(),
+            "breakdown": br,
+            "gemm_sources": gemm_sources(lt),
+        }
+
+
+def gemm_sources(lt) -> dict:
+    """How many GEMM entries of a layer came from the measured table, the model or the roofline."""
+    counts: dict[str, int] = {}
+    for e in lt.entries:
+        if e.kind in ("gemm", "attention_gemm"):
+            counts[e.source] = counts.get(e.source, 0) + 1
+    return counts
+
+
+def run(w: Workload, hw: HardwareSpec) -> Result:
+    """Plan, simulate and report one iteration."""
+    from simsp.cost import cost_model
+    from simsp.engine import simulate
+    from simsp.memory import memory_report
+    from simsp.plan import build_plan
+
+    plan = build_plan(w, cost_model(hw))
+    return Result(w, hw, plan, simulate(plan), memory_report(w, hw))
+
+
+def run_summary(r: Result) -> str:
+    """Readable summary of a run."""
+    d = r.to_dict()
+    br = d["breakdown"]
+    lines = [describe(r.workload, r.hardware),
+             f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
+             f"{d['tokens_per_s']:,.0f} tokens/s",
+             f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
+             f"backward {d['per_layer_ms']['backward']:.2f} ms (recompute included)",
+             f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm {br['pp_comm_s']:.3f} s, "
+             f"DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, optimizer {br['optimizer_s']:.3f} s",
+             f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} GiB: "
+             f"{'fits' if r.memory.fits else 'DOES NOT FIT'}"]
+    return "\n".join(lines)
+
+
+def layer_dict(lt) -> dict:
+    """`simsp layer --json`: totals and every op entry (entries sum to the totals exactly)."""
+    return {"forward_ms": lt.forward_s * 1e3, "backward_ms": lt.backward_s * 1e3,
+            "ops": [{"op": e.op, "phase": e.phase, "kind": e.kind, "stream": e.stream, "ms": e.seconds * 1e3,
+                     "busy_ms": e.busy_s * 1e3, "source": e.source} for e in lt.entries]}
+
+
+def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
+    """Readable per-op table of one layer."""
+    lines = [describe(w, hw), f"{'phase':9s} {'op':44s} {'ms':>7s} {'busy ms':>8s}  source"]
+    lines += [f"{e.phase:9s} {e.op:44s} {e.seconds * 1e3:7.3f} {e.busy_s * 1e3:8.3f}  {e.source}" for e in lt.entries]
+    lines.append(f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute included)")
     return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""GEMM and memory-bound kernel times on one GPU.
+
+GEMMs: measured per-shape throughput (calibration GemmTable), interpolated across shapes; then a
+modeled table (NVIDIA's matmul heuristics scaled to the measured table); where neither covers a
+shape, a roofline: max(FLOPs over the efficiency curve's rate, bytes over the
+achieved HBM rate). Memory-bound kernels: bytes moved over the achieved-bandwidth curve, or the
+measured fused layer-norm rate. Every result says which source it used.
+"""
+
+import bisect
+from dataclasses import dataclass
+
+from simsp.calibration import read_gemm_table
+from simsp.hardware import HardwareSpec
+from simsp.layer import Gemm
+from simsp.units import BYTES_16BIT, GB, TERA, US
+
+FORWARD, DGRAD, WGRAD = "TN", "NN", "NT"
+
+
+@dataclass(frozen=True)
+class Timed:
+    """Seconds of one kernel and where the figure came from: table, roofline or bandwidth."""
+
+    seconds: float
+    source: str
+
+
+def step_value(steps: tuple[tuple[float, float], ...], x: float) -> float:
+    """The value of the last step whose threshold is <= x (steps ascending)."""
+    i = bisect.bisect_right([s[0] for s in steps], x) - 1
+    return steps[max(i, 0)][1]
+
+
+def gemm_grad_shapes(g: Gemm) -> tuple[tuple[Gemm, str], tuple[Gemm, str]]:
+    """(dgrad, wgrad) of a linear layer C[m,n] = A[m,k] W[k,n], in the table's layout names.
+
+    dgrad: dA[m,k] = dC[m,n] Wᵀ (NN); wgrad: dW[n,k] = dCᵀ[n,m] A[m,k] (NT), as SimuMax records them.
+    """
+    return (Gemm(g.m, g.k, g.n, g.batch), DGRAD), (Gemm(g.n, g.k, g.m, g.batch), WGRAD)
+
+
+def attention_grad_shapes(g: Gemm) -> tuple[Gemm, Gemm]:
+    """The two batched GEMMs of an attention GEMM's backward, one per input (same FLOPs each)."""
+    return Gemm(g.m, g.k, g.n, g.batch), Gemm(g.k, g.n, g.m, g.batch)
+
+
+class ComputeModel:
+    """Kernel times for one GPU type."""
+
+    def __init__(self, hw: HardwareSpec):
+        self.hw = hw
+        cal = hw.calibration
+        self.tables = tuple((read_gemm_table(path), source) for path, source in
+                            ((cal.gemm, "table"), (cal.gemm_model, "model")) if path)
+        self.launch_s = hw.calibration.kernel_launch_us * US
+
+    def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
+        """A (batched) GEMM: the measured table where it covers the shape, then the modeled
+        table, else the roofline."""
+        for table, source in self.tables:
+            tflops = table.lookup_tflops(g.m, g.n, g.k, g.batch, layout)
+            if tflops:
+                return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
+        return Timed(max(self._roofline_s(g), self.launch_s), "roofline")
+
+    def _roofline_s(self, g: Gemm) -> float:
+        """max(compute at the efficiency curve's rate, operand and result traffic over HBM)."""
+        gpu = self.hw.gpu
+        rate = gpu.gemm_max_tflops * TERA * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
+        traffic = BYTES_16BIT * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n)
+        return max(g.flops / rate, self.memory_bound(traffic).seconds)
+
+    def memory_bound(self, nbytes: float, kind: str = "", backward: bool = False) -> Timed:
+        """An element-wise kernel moving nbytes through HBM."""
+        mb = self.hw.memory_bound
+        measured = (mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps) if kind == "layernorm" else 0
+        rate = measured * GB if measured else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
+        return Timed(max(nbytes / rate, self.launch_s), "bandwidth")

@@ -1,0 +1,136 @@
+"""One transformer layer's forward, recompute and backward as per-op entries on one TP rank.
+
+Forward runs the op list in order; TP/SP collectives block the compute stream, as Megatron-LM's
+forward does. Backward runs it in reverse: each linear layer's data-gradient GEMM, then its
+weight-gradient GEMM. The collective on the gradient of a column-parallel layer's input runs
+alongside that layer's weight-gradient GEMM (Megatron's async TP all-reduce, paper §6.2); under
+SP the all-gather of the saved sequence-sharded input runs alongside the data-gradient GEMM
+(paper §4.2.2). An entry's `seconds` is what it adds to the critical path, so the entries of a
+pass sum to the pass exactly; `busy_s` is how long it occupies its stream.
+"""
+
+from dataclasses import dataclass
+
+from simsp.cost import CostModel
+from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_shapes
+from simsp.layer import Op
+from simsp.parallel import ParallelSpec
+
+PHASES = ("forward", "recompute", "backward")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One op's part of one pass of one layer."""
+
+    op: str
+    phase: str
+    kind: str
+    stream: str
+    """compute or comm."""
+    seconds: float
+    """Added to the pass's critical path."""
+    busy_s: float
+    """Time the op occupies its stream (> seconds when hidden behind compute)."""
+    source: str
+    """table, roofline, bandwidth or nccl."""
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """Entries of one layer for one microbatch; recompute entries count as backward time."""
+
+    entries: tuple[Entry, ...]
+
+    def seconds(self, *phases: str) -> float:
+        """Sum of the entries of the given phases."""
+        return sum(e.seconds for e in self.entries if e.phase in phases)
+
+    @property
+    def forward_s(self) -> float:
+        return self.seconds("forward")
+
+    @property
+    def backward_s(self) -> float:
+        """Backward including recompute, as the paper's Table 4 reports it."""
+        return self.seconds("recompute", "backward")
+
+    def by_stream(self, stream: str, *phases: str) -> float:
+        """Critical-path seconds of one stream's entries."""
+        return sum(e.seconds for e in self.entries if e.stream == stream and e.phase in phases)
+
+
+class _Pass:
+    """Builds the entries of a layer with one cost model and parallel plan."""
+
+    def __init__(self, cost: CostModel, parallel: ParallelSpec, ranks_per_node: int):
+        self.cost, self.par, self.rpn = cost, parallel, ranks_per_node
+
+    def comm(self, op: Op, collective, phase: str, hidden_behind: float = 0.0) -> Entry:
+        t = self.cost.network.collective_s(collective.op, collective.bytes, self.par.tp, self.rpn)
+        name = f"{op.name}: {collective.op.replace('_', '-')}"
+        return Entry(name, phase, "comm", "comm", max(0.0, t - hidden_behind), t, "nccl")
+
+    def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
+        return Entry(name, phase, kind, "compute", timed.seconds, timed.seconds, timed.source)
+
+    def forward(self, op: Op, phase: str) -> list[Entry]:
+        if op.kind == "comm":
+            return [self.comm(op, op.fwd_comm, phase)] if op.fwd_comm else []
+        if not op.fwd_bytes and not op.gemm:
+            return []  # backward-only op
+        cm = self.cost.compute
+        timed = cm.gemm(op.gemm, FORWARD) if op.gemm else cm.memory_bound(op.fwd_bytes, op.kind)
+        return [self.compute(op.name, phase, op.kind, timed)]
+
+    def backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
+        cm = self.cost.compute
+        if op.kind == "comm":
+            return [self.comm(op, op.bwd_comm, "backward")] if op.bwd_comm and not op.overlaps_wgrad else []
+        if op.kind == "attention_gemm":
+            return [self.compute(f"{op.name} grad {i}", "backward", op.kind, cm.gemm(g))
+                    for i, g in enumerate(attention_grad_shapes(op.gemm), 1)]
+        if op.kind != "gemm":
+            return [self.compute(op.name + " grad", "backward", op.kind,
+                                 cm.memory_bound(op.bwd_bytes, op.kind, backward=True))]
+        return self._linear_backward(op, entry_comm)
+
+    def _linear_backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
+        """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient collective."""
+        (dg, dl), (wg, wl) = gemm_grad_shapes(op.gemm)
+        dgrad = self.cost.compute.gemm(dg, dl)
+        wgrad = self.cost.compute.gemm(wg, wl)
+        overlapped = entry_comm is not None and entry_comm.bwd_comm is not None and entry_comm.overlaps_wgrad
+        if not overlapped:
+            return [self.compute(op.name + " dgrad", "backward", "gemm", dgrad),
+                    self.compute(op.name + " wgrad", "backward", "gemm", wgrad)]
+        out = []
+        if entry_comm.fwd_comm is not None:  # SP: re-gather the sequence-sharded saved input
+            out += self.overlap(op.name + " dgrad", dgrad, entry_comm, entry_comm.fwd_comm)
+        else:
+            out.append(self.compute(op.name + " dgrad", "backward", "gemm", dgrad))
+        return out + self.overlap(op.name + " wgrad", wgrad, entry_comm, entry_comm.bwd_comm)
+
+    def overlap(self, name: str, gemm: Timed, comm_op: Op, collective) -> list[Entry]:
+        """A GEMM of W seconds alongside a collective of C seconds takes max(W + uC, C).
+
+        While the collective runs it holds a share u of the SMs, so the GEMM runs at 1 - u; the
+        collective is hidden when the GEMM outlasts it, else its remainder is exposed.
+        """
+        comm = self.comm(comm_op, collective, "backward")
+        u, w, c = self.cost.hw.calibration.collective_sm_share, gemm.seconds, comm.busy_s
+        compute_s = w + u * c if w >= c * (1 - u) else w / (1 - u)
+        return [Entry(name, "backward", "gemm", "compute", compute_s, compute_s, gemm.source),
+                Entry(comm.op, "backward", "comm", "comm", max(0.0, c - compute_s), c, "nccl")]
+
+
+def layer_time(ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, ranks_per_node: int) -> LayerTime:
+    """Forward, recompute and backward entries of one layer for one microbatch."""
+    p = _Pass(cost, parallel, ranks_per_node)
+    entries = [e for op in ops for e in p.forward(op, "forward")]
+    rerun = ops if parallel.recompute == "full" else [o for o in ops if o.selective] if parallel.recompute == "selective" else []
+    entries += [e for op in rerun for e in p.forward(op, "recompute")]
+    for i in range(len(ops) - 1, -1, -1):
+        before = ops[i - 1] if i > 0 and ops[i - 1].kind == "comm" else None
+        entries += p.backward(ops[i], before)
+    return LayerTime(tuple(entries))

@@ -1,0 +1,108 @@
+"""Collective and point-to-point times from measured nccl-tests tables.
+
+Inside a node (NVLink): the measured table for the collective and group size. Where only
+all-reduce was measured (the A100 data we have), reduce-scatter and all-gather of S bytes cost
+what a ring all-reduce of S/2 costs, because a ring all-reduce *is* a reduce-scatter followed
+by an all-gather over the same ring (Patarasuk & Yuan 2009; nccl-tests PERFORMANCE.md busbw
+factors 2(n-1)/n = 2 x (n-1)/n). A send/recv of S costs a 2-rank all-reduce of S (each rank moves
+S bytes in both). Other group sizes rescale the nearest measured one at equal bus bandwidth.
+
+Across nodes (InfiniBand): the measured multi-node all-reduce with every GPU of each node in the
+group gives the bus bandwidth; a ring over k nodes crosses each node boundary once per NIC, so
+busbw = NICs x per-NIC rate, and a group with g GPUs a node runs g rings on g NICs. Groups that
+span nodes with g < GPUs-a-node are hierarchical: NVLink reduce-scatter over g, InfiniBand
+all-reduce of S/g over k nodes on each of g NICs, NVLink all-gather over g.
+"""
+
+import math
+
+from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
+from simsp.hardware import HardwareSpec
+
+AR, AG, RS, P2P = "all_reduce", "all_gather", "reduce_scatter", "send_recv"
+
+
+def _index(paths) -> dict[tuple[str, int], CollectiveTable]:
+    """Tables by (op, ranks); a later file fills sizes the first one for that key lacks."""
+    tables: dict[tuple[str, int], CollectiveTable] = {}
+    for path in paths:
+        t = read_nccl_log(path)
+        key = (t.op, t.ranks)
+        tables[key] = merge_tables(tables[key], t) if key in tables else t
+    return tables
+
+
+def _nearest(ranks: int, available) -> int:
+    """The measured group size closest to `ranks` in log scale (ties: the larger)."""
+    return min(available, key=lambda n: (abs(math.log(n / ranks)), -n))
+
+
+class NetworkModel:
+    """Communication times on one cluster."""
+
+    def __init__(self, hw: HardwareSpec):
+        self.hw = hw
+        self.gpus_per_node = hw.node.gpus
+        self.nvlink = _index(hw.calibration.nvlink)
+        self.ib = _index(hw.calibration.infiniband)
+
+    # ------------------------------------------------------------- inside a node
+    def intra_s(self, op: str, nbytes: float, ranks: int) -> float:
+        """A collective among `ranks` GPUs of one node."""
+        if ranks <= 1 or nbytes <= 0:
+            return 0.0
+        if op == P2P:
+            return self._measured(self.nvlink, P2P, nbytes, 2) if (P2P, 2) in self.nvlink else \
+                self._measured(self.nvlink, AR, nbytes, 2)
+        if any(key[0] == op for key in self.nvlink):
+            return self._measured(self.nvlink, op, nbytes, ranks)
+        if op in (AG, RS):
+            return self._measured(self.nvlink, AR, nbytes / 2, ranks)
+        raise KeyError(f"no NVLink table for {op} in {self.hw.name}")
+
+    def _measured(self, tables, op: str, nbytes: float, ranks: int) -> float:
+        """Time from the measured table at `ranks`, or the nearest size rescaled at equal busbw."""
+        sizes = [n for (o, n) in tables if o == op]
+        if not sizes:
+            raise KeyError(f"no table for {op} in {self.hw.name}")
+        n = ranks if ranks in sizes else _nearest(ranks, sizes)
+        t = tables[(op, n)].time_s(nbytes)
+        return t if n == ranks else t * BUSBW_FACTORS[op](ranks) / BUSBW_FACTORS[op](n)
+
+    # ------------------------------------------------------------- across nodes
+    def nic_busbw_gbps(self, nbytes_per_nic: float, nodes: int) -> float:
+        """Per-NIC ring bus bandwidth for a per-NIC message, from the full-node multi-node logs."""
+        sizes = [n for (o, n) in self.ib if o == AR]
+        if not sizes:
+            raise KeyError(f"no InfiniBand all-reduce table in {self.hw.name}")
+        n = _nearest(nodes * self.gpus_per_node, sizes)
+        total = nbytes_per_nic * self.gpus_per_node
+        t = self.ib[(AR, n)].time_s(total)
+        return total * BUSBW_FACTORS[AR](n) / t / self.gpus_per_node / 1e9
+
+    def inter_ring_s(self, op: str, nbytes: float, nodes: int, rings: int) -> float:
+        """`rings` concurrent rings over `nodes` nodes, one NIC each, sharing `nbytes` between them."""
+        per_ring = nbytes / rings
+        factor = BUSBW_FACTORS[op](nodes)
+        return factor * per_ring / (self.nic_busbw_gbps(per_ring, nodes) * 1e9)
+
+    def collective_s(self, op: str, nbytes: float, ranks: int, ranks_per_node: int) -> float:
+        """Any group: NVLink inside a node; hierarchical where it spans nodes."""
+        if ranks <= 1 or nbytes <= 0:
+            return 0.0
+        g = min(ranks_per_node, ranks)
+        nodes = ranks // g
+        if nodes == 1:
+            return self.intra_s(op, nbytes, ranks)
+        inter = self.inter_ring_s(op, nbytes / g if op == AR else nbytes, nodes, 1 if op == AR else g)
+        if op != AR:
+            return inter + self.intra_s(op, nbytes, g)
+        return self.intra_s(RS, nbytes, g) + inter + self.intra_s(AG, nbytes, g)
+
+    def p2p_s(self, nbytes: float, same_node: bool) -> float:
+        """One pipeline send/recv of nbytes: NVLink inside a node, one NIC across nodes."""
+        if nbytes <= 0:
+            return 0.0
+        if same_node:
+            return self.intra_s(P2P, nbytes, 2)
+        return nbytes / (self.nic_busbw_gbps(nbytes, 2) * 1e9)

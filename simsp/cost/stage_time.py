@@ -1,0 +1,114 @@
+"""Work outside the transformer layers: embedding, output layer and loss, pipeline sends,
+gradient synchronisation and the optimizer step, in seconds on one rank.
+"""
+
+from dataclasses import dataclass
+
+from simsp.cost import CostModel
+from simsp.cost.compute import FORWARD, gemm_grad_shapes
+from simsp.layer import Gemm
+from simsp.memory import stage_params
+from simsp.units import BYTES_16BIT, BYTES_FP32
+from simsp.workload import Workload
+
+ADAM_BYTES_PER_PARAM = 38.0
+"""Adam step with fp32 master weights, per parameter: read fp32 grad, master, m, v (16); write
+master, m, v (12) and the bf16 weight (2); read the grad once more for the global norm (4) and
+zero it for the next iteration (4). Megatron-LM's FusedAdam + clip_grad_norm_fp32."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's groups sit on nodes (Megatron's rank order: tp fastest, then dp, then pp)."""
+
+    tp_ranks_per_node: int
+    dp_ranks_per_node: int
+    pp_neighbours_share_node: bool
+
+
+def placement(w: Workload, gpus_per_node: int) -> Placement:
+    """Ranks of each group that share a node."""
+    p = w.parallel
+    tp_rpn = min(p.tp, gpus_per_node)
+    dp_rpn = max(1, min(p.dp, gpus_per_node // p.tp)) if p.tp < gpus_per_node else 1
+    return Placement(tp_rpn, dp_rpn, p.tp * p.dp < gpus_per_node)
+
+
+def _sbh(w: Workload) -> int:
+    return w.model.seq_len * w.training.micro_batch * w.model.hidden
+
+
+def p2p_bytes(w: Workload) -> float:
+    """One pipeline message: the activation [s, b, h] split over TP ranks (Megatron's
+    scatter-gather optimisation, or SP's own sharding), 16-bit."""
+    return BYTES_16BIT * _sbh(w) / w.parallel.tp
+
+
+def p2p_s(w: Workload, cost: CostModel, place: Placement) -> float:
+    """A send between neighbouring stages; without SP the receiver all-gathers the TP pieces."""
+    t = cost.network.p2p_s(p2p_bytes(w), place.pp_neighbours_share_node)
+    if not w.parallel.sequence_parallel and w.parallel.tp > 1:
+        t += cost.network.collective_s("all_gather", BYTES_16BIT * _sbh(w), w.parallel.tp, place.tp_ranks_per_node)
+    return t
+
+
+def _tp_collective(w, cost, place, op, nbytes):
+    return cost.network.collective_s(op, nbytes, w.parallel.tp, place.tp_ranks_per_node)
+
+
+def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
+    """(forward, backward) of the first stage's embedding: vocab-parallel lookup, its TP
+    all-reduce (reduce-scatter under SP), position add and dropout; backward scatters into the
+    embedding gradient."""
+    x = BYTES_16BIT * _sbh(w)
+    seq = w.parallel.tp if w.parallel.sequence_parallel else 1
+    comm = _tp_collective(w, cost, place, "reduce_scatter" if seq > 1 else "all_reduce", x)
+    mb = cost.compute.memory_bound
+    fwd = mb(x).seconds + comm + mb(3.5 * x / seq).seconds
+    bwd = mb(2.5 * x / seq).seconds + (_tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0)
+    bwd += mb(x + 2 * x).seconds  # gather grads and accumulate into the fp32 embedding gradient
+    return fwd, bwd
+
+
+def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
+    """(forward, backward) of the last stage: final layer-norm, logits GEMM over the vocab shard,
+    vocab-parallel cross-entropy in fp32 (two small TP all-reduces)."""
+    m, t = w.model, w.parallel.tp
+    sb = m.seq_len * w.training.micro_batch
+    seq = t if w.parallel.sequence_parallel else 1
+    x = BYTES_16BIT * sb * m.hidden
+    logits = sb * m.vocab / t
+    g = Gemm(sb, m.vocab // t, m.hidden)
+    cm = cost.compute
+    gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
+    small = 2 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
+    fwd = cm.memory_bound(2 * x / seq, "layernorm").seconds + gather + cm.gemm(g, FORWARD).seconds
+    fwd += cm.memory_bound(logits * (BYTES_16BIT + 3 * BYTES_FP32)).seconds + small
+    (dg, dl), (wg, wl) = gemm_grad_shapes(g)
+    bwd = cm.memory_bound(logits * (BYTES_FP32 + BYTES_16BIT)).seconds
+    bwd += cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
+    bwd += (_tp_collective(w, cost, place, "reduce_scatter", x) if seq > 1 else
+            _tp_collective(w, cost, place, "all_reduce", x))
+    bwd += cm.memory_bound(3 * x / seq, "layernorm", backward=True).seconds
+    return fwd, bwd
+
+
+def dp_allreduce_s(w: Workload, cost: CostModel, place: Placement, params: float) -> float:
+    """All-reduce of a stage's fp32 gradients over the DP group (Megatron all-reduces main_grad)."""
+    return cost.network.collective_s("all_reduce", BYTES_FP32 * params, w.parallel.dp, place.dp_ranks_per_node)
+
+
+def embedding_sync_s(w: Workload, cost: CostModel) -> float:
+    """All-reduce of the tied word-embedding gradient between the first and last stage."""
+    if w.parallel.pp == 1 or not w.model.tied_embeddings:
+        return 0.0
+    nbytes = BYTES_FP32 * w.model.vocab * w.model.hidden / w.parallel.tp
+    return cost.network.collective_s("all_reduce", nbytes, 2, 1)
+
+
+def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
+    """The Adam step over the parameters one rank owns (its DP shard with the distributed optimizer)."""
+    params = stage_params(w.model, w.parallel, stage)
+    if w.parallel.distributed_optimizer:
+        params /= w.parallel.dp
+    return cost.compute.memory_bound(ADAM_BYTES_PER_PARAM * params).seconds

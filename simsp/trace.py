@@ -1,0 +1,41 @@
+"""Plain trace records: the contract between the engine and everything that presents results.
+
+The engine appends these and nothing else; reports, timelines and Perfetto traces read them.
+"""
+
+from dataclasses import dataclass
+
+STREAMS = ("compute", "tp_comm", "pp_comm", "dp_comm")
+KINDS = ("forward", "backward", "recompute", "tp_comm", "pp_send", "pp_recv", "dp_allreduce",
+         "optimizer", "embedding", "loss")
+
+
+@dataclass(frozen=True)
+class Span:
+    """Something that occupied one stream of one stage's representative rank."""
+
+    stage: int
+    stream: str
+    kind: str
+    name: str
+    start_s: float
+    dur_s: float
+    microbatch: int = -1
+    """-1 where not tied to a microbatch (DP all-reduce, optimizer)."""
+    chunk: int = -1
+    first_layer: int = -1
+    """Global index of the first transformer layer the span covers; -1 for none."""
+    layers: int = 0
+
+    @property
+    def end_s(self) -> float:
+        return self.start_s + self.dur_s
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """HBM held by one stage's rank from time_s on."""
+
+    stage: int
+    time_s: float
+    bytes: float
