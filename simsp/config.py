@@ -165,3 +165,8 @@ def default_hardware_path() -> Path:
     """hardware/dgx-a100-80gb.yaml from the working directory, else from the source checkout."""
     local = Path(DEFAULT_HARDWARE)
     return local if local.exists() else REPO_ROOT / DEFAULT_HARDWARE
+
+
+def write_yaml(data: dict, path) -> None:
+    """Write a mapping as YAML (the one place YAML is produced, e.g. by `simsp calibrate`)."""
+    Path(path).write_text(yaml.safe_dump(data, sort_keys=False))

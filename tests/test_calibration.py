@@ -379,7 +379,11 @@ def test_derive_script_reproduces_calibration_files(tmp_path):
     spec.loader.exec_module(module)
     date = re.search(r"^# derived: (\S+)$", (CAL / "gemm.csv").read_text(), re.M).group(1)
     written = module.derive(SHARED, tmp_path, date)
+    # gemm_model.csv and the README's section on it come from derive_gemm_model.py
     assert {p.relative_to(tmp_path) for p in written} == {
-        p.relative_to(CAL) for p in CAL.rglob("*") if p.is_file()}
+        p.relative_to(CAL) for p in CAL.rglob("*") if p.is_file() and p.name != "gemm_model.csv"}
     for path in written:
-        assert path.read_bytes() == (CAL / path.relative_to(tmp_path)).read_bytes(), path.name
+        committed = (CAL / path.relative_to(tmp_path)).read_bytes()
+        if path.name == "README.md":
+            committed = committed.decode().partition("\n\n## Modeled GEMM table")[0].encode() + b"\n"
+        assert path.read_bytes() == committed, path.name

@@ -8,9 +8,10 @@ measured fused layer-norm rate. Every result says which source it used.
 """
 
 import bisect
+import dataclasses
 from dataclasses import dataclass
 
-from simsp.calibration import read_gemm_table
+from simsp.calibration import GemmTable, read_gemm_table
 from simsp.hardware import HardwareSpec
 from simsp.layer import Gemm
 from simsp.units import BYTES_16BIT, GB, TERA, US
@@ -45,24 +46,49 @@ def attention_grad_shapes(g: Gemm) -> tuple[Gemm, Gemm]:
     return Gemm(g.m, g.k, g.n, g.batch), Gemm(g.k, g.n, g.m, g.batch)
 
 
+def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
+    """measured / modeled throughput at every measured point the model covers, as a table."""
+    points = []
+    for p in measured.points:
+        modeled = model.lookup_tflops(p.m, p.n, p.k, p.batch, p.layout)
+        if modeled:
+            points.append(dataclasses.replace(p, tflops=p.tflops / modeled))
+    return GemmTable(tuple(points), measured.dtype, measured.device, "measured/model") if points else None
+
+
 class ComputeModel:
     """Kernel times for one GPU type."""
 
     def __init__(self, hw: HardwareSpec):
         self.hw = hw
         cal = hw.calibration
-        self.tables = tuple((read_gemm_table(path), source) for path, source in
-                            ((cal.gemm, "table"), (cal.gemm_model, "model")) if path)
+        self.measured = read_gemm_table(cal.gemm) if cal.gemm else None
+        self.model = read_gemm_table(cal.gemm_model) if cal.gemm_model else None
+        self.residual = _residuals(self.measured, self.model) if self.measured and self.model else None
         self.launch_s = hw.calibration.kernel_launch_us * US
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM: the measured table where it covers the shape, then the modeled
         table, else the roofline."""
-        for table, source in self.tables:
-            tflops = table.lookup_tflops(g.m, g.n, g.k, g.batch, layout)
-            if tflops:
-                return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
+        tflops, source = self.tflops(g, layout)
+        if tflops:
+            return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
         return Timed(max(self._roofline_s(g), self.launch_s), "roofline")
+
+    def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
+        """Throughput and its source. Where measurements cover the shape and a model exists, the
+        model's shape trend (tile and wave quantisation) scaled by the measured/model ratio of
+        the nearby measured points; else the measurements alone; else the model alone."""
+        shape = (g.m, g.n, g.k, g.batch, layout)
+        modeled = self.model.lookup_tflops(*shape) if self.model else None
+        if self.residual and modeled:
+            ratio = self.residual.lookup_tflops(*shape)
+            if ratio:
+                return modeled * ratio, "table"
+        measured = self.measured.lookup_tflops(*shape) if self.measured else None
+        if measured:
+            return measured, "table"
+        return modeled, "model"
 
     def _roofline_s(self, g: Gemm) -> float:
         """max(compute at the efficiency curve's rate, operand and result traffic over HBM)."""

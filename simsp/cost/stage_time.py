@@ -11,10 +11,19 @@ from simsp.memory import stage_params
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
 
-ADAM_BYTES_PER_PARAM = 38.0
-"""Adam step with fp32 master weights, per parameter: read fp32 grad, master, m, v (16); write
-master, m, v (12) and the bf16 weight (2); read the grad once more for the global norm (4) and
-zero it for the next iteration (4). Megatron-LM's FusedAdam + clip_grad_norm_fp32."""
+ADAM_BYTES_PER_PARAM = 42.0
+"""Megatron-LM's mixed-precision optimizer step, bytes per parameter: the global gradient norm
+reads the fp32 grad (4); FusedAdam reads grad, master, m, v (16) and writes master, m, v (12);
+the fp32 master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed
+for the next iteration (4)."""
+
+CROSS_ENTROPY_FWD_BYTES = 38.0
+"""Megatron's vocab-parallel cross-entropy forward, bytes per logit: bf16 -> fp32 (2 + 4), max
+(4), subtract (4 + 4), exp in place (4 + 4), sum (4), divide in place for backward (4 + 4)."""
+
+CROSS_ENTROPY_BWD_BYTES = 22.0
+"""Its backward per logit: softmax minus one-hot (4 + 4), times the loss gradient (4 + 4),
+to bf16 for the logits GEMM (4 + 2)."""
 
 
 @dataclass(frozen=True)
@@ -83,9 +92,9 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
     small = 2 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
     fwd = cm.memory_bound(2 * x / seq, "layernorm").seconds + gather + cm.gemm(g, FORWARD).seconds
-    fwd += cm.memory_bound(logits * (BYTES_16BIT + 3 * BYTES_FP32)).seconds + small
+    fwd += cm.memory_bound(logits * CROSS_ENTROPY_FWD_BYTES).seconds + small
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
-    bwd = cm.memory_bound(logits * (BYTES_FP32 + BYTES_16BIT)).seconds
+    bwd = cm.memory_bound(logits * CROSS_ENTROPY_BWD_BYTES).seconds
     bwd += cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
     bwd += (_tp_collective(w, cost, place, "reduce_scatter", x) if seq > 1 else
             _tp_collective(w, cost, place, "all_reduce", x))

@@ -1,0 +1,30 @@
+"""How long `simsp memory` takes for the 1T workload (issue: well under a second).
+
+Usage: python benchmarks/memory_speed.py
+"""
+
+import time
+
+from simsp.config import load_hardware, load_workload
+from simsp.memory import memory_report
+
+
+def main():
+    hw = load_hardware()
+    start = time.perf_counter()
+    w = load_workload("workloads/gpt-1t.yaml")
+    report = memory_report(w, hw)
+    load_and_compute = time.perf_counter() - start
+    best = min(_timed(lambda: memory_report(w, hw)) for _ in range(5))
+    print(f"gpt-1t memory: load + compute {load_and_compute * 1e3:.1f} ms, compute alone {best * 1e3:.1f} ms "
+          f"(best of 5), {len(report.stages)} stages, peak {report.peak_bytes / 2**30:.2f} GiB")
+
+
+def _timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""The published numbers of Korthikanti et al. 2022 (arXiv 2205.05198 v1) that simsp reproduces.
+
+Values typed from the paper's tables (see reference/paper.md); used by validation and reports.
+"""
+
+MODELS = ("gpt-22b", "gpt3-175b", "mt-nlg-530b", "gpt-1t")
+
+TABLE4_22B_MS = {
+    # (recompute, sequence_parallel): (forward ms, backward ms), 22B, micro batch 4, TP 8 (Table 4)
+    ("none", False): (7.7, 11.9),
+    ("none", True): (7.2, 11.8),
+    ("full", False): (7.7, 19.5),
+    ("selective", False): (7.7, 13.2),
+    ("selective", True): (7.2, 13.1),
+}
+TABLE4_LABELS = {("none", False): "baseline no recompute", ("none", True): "sequence parallelism",
+                 ("full", False): "baseline with full recompute", ("selective", False): "selective recompute",
+                 ("selective", True): "selective + sequence"}
+
+TABLE5_S = {
+    # model: (full recompute without SP, present work = TP + SP + selective) iteration seconds (Table 5)
+    "gpt-22b": (1.42, 1.10),
+    "gpt3-175b": (18.13, 13.75),
+    "mt-nlg-530b": (49.05, 37.83),
+    "gpt-1t": (94.42, 71.49),
+}
+TABLE5_MFU_HFU = {"gpt-22b": (0.415, 0.437), "gpt3-175b": (0.514, 0.528),
+                  "mt-nlg-530b": (0.560, 0.570), "gpt-1t": (0.563, 0.570)}

@@ -1,0 +1,91 @@
+"""The engine against closed forms, the memory model and itself."""
+
+import dataclasses
+import json
+from fractions import Fraction
+
+import pytest
+
+from simsp import schedule
+from simsp.engine import simulate
+from simsp.memory import memory_report
+from simsp.plan import ChunkCost, Plan
+from simsp.report import run
+
+
+def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None):
+    """A plan whose every chunk costs tf/tb and where communication and the optimizer are free."""
+    chunk = ChunkCost(tf, tb, 0.0, 0.0, 0.0, nbytes)
+    return Plan(p=p, v=v, m=m, actions=schedule.build(name, p, m, v), chunks=(chunk,) * (p * v),
+                layers_per_chunk=1, p2p_s=0.0, dp_s=(0.0,) * p, overlap_dp=False, embedding_sync_s=0.0,
+                optimizer_s=(0.0,) * p, weights_bytes=(0.0,) * p, layer=layer)
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p,m", [(1, 1), (1, 7), (2, 4), (4, 8), (8, 3), (8, 64)])
+def test_gpipe_and_1f1b_take_m_plus_p_minus_1_slots(name, p, m):
+    tf, tb = 0.25, 0.5  # exact in binary floating point
+    assert simulate(uniform_plan(name, p, m, 1, tf, tb)).iteration_s == (m + p - 1) * (tf + tb)
+
+
+@pytest.mark.parametrize("p,m,v", [(2, 4, 2), (4, 8, 2), (4, 8, 4), (8, 64, 3), (8, 16, 3)])
+def test_interleaved_takes_m_plus_p_minus_1_over_v_slots(p, m, v):
+    tf, tb = 1.0, 2.0  # whole-model costs; each chunk does 1/v of it
+    sim = simulate(uniform_plan("interleaved", p, m, v, tf / v, tb / v))
+    expected = (Fraction(m) + Fraction(p - 1, v)) * Fraction(3)
+    assert sim.iteration_s == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_single_stage_is_m_times_the_layer_sum(workloads, hardware):
+    w = workloads["gpt-22b"]
+    w = dataclasses.replace(w, training=dataclasses.replace(w.training, global_batch=16))
+    r = run(w, hardware)
+    c = r.plan.chunks[0]
+    compute = sum(s.dur_s for s in r.sim.spans if s.kind in ("forward", "backward"))
+    assert compute == pytest.approx(w.microbatches * (c.forward_s + c.backward_s), rel=1e-12)
+    assert w.microbatches == 4
+    layer_sum = w.model.layers * (r.plan.layer.forward_s + r.plan.layer.backward_s)
+    extras = c.forward_s + c.backward_s - layer_sum  # embedding + output layer, once per microbatch
+    assert compute == pytest.approx(w.microbatches * (layer_sum + extras), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gpt-22b", "gpt3-175b", "mt-nlg-530b"])
+def test_memory_curve_peaks_at_the_memory_model(workloads, hardware, name):
+    r = run(workloads[name], hardware)
+    analytic = memory_report(workloads[name], hardware)
+    for stage in analytic.stages:
+        peak = max(s.bytes for s in r.sim.memory if s.stage == stage.stage)
+        assert peak == pytest.approx(stage.peak_bytes, rel=1e-9), stage.stage
+
+
+@pytest.mark.parametrize("sched,v", [("gpipe", 1), ("1f1b", 1)])
+def test_memory_curve_peaks_at_the_memory_model_for_other_schedules(workloads, hardware, sched, v):
+    w = workloads["gpt3-175b"]
+    w = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, schedule=sched, virtual_stages=v))
+    r = run(w, hardware)
+    for stage in memory_report(w, hardware).stages:
+        peak = max(s.bytes for s in r.sim.memory if s.stage == stage.stage)
+        assert peak == pytest.approx(stage.peak_bytes, rel=1e-9)
+
+
+def test_same_input_same_json(workloads, hardware):
+    a = json.dumps(run(workloads["gpt3-175b"], hardware).to_dict())
+    b = json.dumps(run(workloads["gpt3-175b"], hardware).to_dict())
+    assert a == b
+
+
+def test_breakdown_sums_to_the_iteration(workloads, hardware):
+    r = run(workloads["gpt3-175b"], hardware)
+    br = r.breakdown()
+    parts = sum(br[k] for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"))
+    assert parts == pytest.approx(r.iteration_time_s, rel=1e-12)
+    assert all(br[k] >= 0 for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"))
+
+
+def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware):
+    w = workloads["gpt3-175b"]
+    dp = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=4),
+                             training=dataclasses.replace(w.training, global_batch=256))
+    ov = dataclasses.replace(dp, parallel=dataclasses.replace(dp.parallel, overlap_dp_comm=True))
+    t1, t4, t4o = (run(x, hardware).iteration_time_s for x in (w, dp, ov))
+    assert t4 > t1 and t4o < t4
