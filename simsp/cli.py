@@ -123,6 +123,9 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
             p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")
         p.set_defaults(func=func)
+    from simsp.profiler.commands import register as register_profiler
+
+    register_profiler(sub)
     return top
 
 

@@ -1,0 +1,67 @@
+"""torch, imported lazily, and the small things every measurement shares: provenance, progress."""
+
+import datetime
+import platform
+import sys
+
+from simsp.errors import InputError
+
+HINT = "the profiler needs torch: pip install -e '.[profile]'"
+
+
+class TorchMissing(InputError):
+    """torch is not installed; `simsp.cli.main` prints `simsp: error: <HINT>` and exits 2."""
+
+    def __init__(self):
+        super().__init__("torch", "import", None, HINT)
+
+    def __str__(self):
+        return HINT
+
+
+def require_torch():
+    """The torch module, or TorchMissing when the optional extra is not installed."""
+    try:
+        import torch
+    except ImportError:
+        raise TorchMissing() from None
+    return torch
+
+
+def device_name(torch, device: str) -> str:
+    """'NVIDIA H100 80GB HBM3' for a CUDA device, else the CPU's name."""
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    cpu = platform.processor() or platform.machine() or "cpu"
+    return f"CPU {cpu} ({torch.get_num_threads()} threads)"
+
+
+def versions(torch) -> str:
+    """'torch 2.4.0, CUDA 12.4' (or 'CUDA none' for a CPU build)."""
+    return f"torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}"
+
+
+def today() -> str:
+    """UTC timestamp for provenance lines."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class Progress:
+    """A counter line on stderr: rewritten in place on a terminal, every ~10% otherwise."""
+
+    def __init__(self, label: str, total: int, stream=None):
+        self.label, self.total, self.done = label, total, 0
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_decile = -1
+
+    def step(self, what: str = "") -> None:
+        """Count one item done; `what` names it."""
+        self.done += 1
+        line = f"{self.label}: {self.done}/{self.total} {what}".rstrip()
+        if self.tty:
+            self.stream.write("\r\033[K" + line + ("\n" if self.done == self.total else ""))
+        elif self.done * 10 // self.total != self._last_decile or self.done == self.total:
+            self._last_decile = self.done * 10 // self.total
+            self.stream.write(line + "\n")
+        self.stream.flush()

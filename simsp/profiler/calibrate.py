@@ -1,0 +1,318 @@
+"""A new hardware YAML: a base file whose `calibration` section points at freshly measured files.
+
+`calibrate` copies the measured files next to the new YAML (under `calibration/<name>/`) unless
+they already lie in its folder, writes paths relative to that folder, rebases the base file's
+other calibration paths onto it, keeps every other key (and, where the base file's layout
+allows, its comments), and checks the result by loading it and reading every table it names.
+`compare` shows how the change moves one workload's prediction.
+
+Only `simsp.config` imports pyyaml (DESIGN.md's import rule): the few lines written here come
+from a small emitter of plain and flow-style YAML, and the file is read back through
+`config.read_yaml` and compared with what was meant before it is kept.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsp.calibration import read_gemm_table, read_nccl_log
+from simsp.config import load_hardware, read_yaml
+from simsp.cost import CostModel
+from simsp.errors import InputError
+from simsp.hardware import CalibrationSpec
+from simsp.profiler._torch import today
+from simsp.report import gemm_sources as report_gemm_sources
+from simsp.report import run
+
+
+def _path_keys() -> tuple[str, ...]:
+    """The calibration keys holding file paths: CalibrationSpec's str and tuple[str, ...] fields."""
+    hints = typing.get_type_hints(CalibrationSpec)
+    return tuple(f.name for f in dataclasses.fields(CalibrationSpec) if hints[f.name] in (str, tuple[str, ...]))
+
+
+PATH_KEYS = _path_keys()
+"""gemm, gemm_model, nvlink, infiniband (relative to the hardware file's folder)."""
+NONE = "none"
+"""`--gemm-model none` drops the base file's modeled GEMM table."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `simsp calibrate` was asked to do."""
+
+    base: str
+    out: str
+    gemm: str | None = None
+    gemm_model: str | None = None
+    """A modeled GEMM table; NONE drops the base file's (it models the base GPU)."""
+    nvlink: tuple[str, ...] = ()
+    infiniband: tuple[str, ...] = ()
+    append: bool = False
+    """Add the logs to the base file's lists instead of replacing them."""
+    name: str | None = None
+    """New `name:` value; None keeps the base file's."""
+    command: str = ""
+
+
+def calibrate(req: Request) -> dict:
+    """Write the new hardware YAML; return its calibration section as written."""
+    base, out = Path(req.base), Path(req.out)
+    load_hardware(base)  # the base itself must be valid before anything is copied
+    _check_inputs(req)
+    data = read_yaml(base)
+    base_dir, out_dir = base.resolve().parent, out.resolve().parent
+    cal = {key: _rebase(value, base_dir, out_dir) if key in PATH_KEYS else value
+           for key, value in dict(data.get("calibration") or {}).items()}
+    placer = _Placer(out_dir, out.stem)
+    if req.gemm:
+        cal["gemm"] = placer.place(req.gemm, "")
+    if req.gemm_model == NONE:
+        cal.pop("gemm_model", None)
+    elif req.gemm_model:
+        cal["gemm_model"] = placer.place(req.gemm_model, "")
+    for key in ("nvlink", "infiniband"):
+        files = [placer.place(f, key) for f in getattr(req, key)]
+        if files:
+            kept = _as_list(cal.get(key)) if req.append else []
+            cal[key] = kept + [f for f in files if f not in kept]
+    data["calibration"] = cal
+    if req.name:
+        data["name"] = req.name
+    _write_yaml(base, out, data, req)
+    _validate(out)
+    return cal
+
+
+def _check_inputs(req: Request) -> None:
+    """Every measured file exists and parses (errors name the file), before anything is written."""
+    for table in (req.gemm, req.gemm_model):
+        if table and table != NONE:
+            read_gemm_table(table)
+    for f in (*req.nvlink, *req.infiniband):
+        read_nccl_log(f)
+
+
+def _as_list(value) -> list[str]:
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _rebase(value, base_dir: Path, out_dir: Path):
+    """A base-relative path (or list, glob patterns allowed) made relative to the new folder."""
+    if base_dir == out_dir or not value:
+        return value
+    if isinstance(value, str):
+        return value if os.path.isabs(value) else _relative(base_dir / value, out_dir)
+    return [_rebase(v, base_dir, out_dir) for v in value]
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """path relative to folder (POSIX separators), or absolute when no relative path exists."""
+    try:
+        return Path(os.path.relpath(path, folder)).as_posix()
+    except ValueError:  # another drive
+        return Path(path).as_posix()
+
+
+class _Placer:
+    """Copies measured files under `<out folder>/calibration/<name>/[sub/]`; a second file of the
+    same name goes into a numbered folder below (`2/`, ...), never renamed, since the readers
+    infer a log's collective and group size from its name when the log does not say them."""
+
+    def __init__(self, out_dir: Path, name: str):
+        self.out_dir, self.name, self.used = out_dir, name, {}
+
+    def place(self, source: str, sub: str) -> str:
+        """The path to write into the YAML for `source`, copying it when it lies elsewhere."""
+        src = Path(source).resolve()
+        if src.is_relative_to(self.out_dir):
+            return _relative(src, self.out_dir)
+        folder = self.out_dir / "calibration" / self.name / sub
+        dest, i = folder / src.name, 1
+        while dest in self.used and self.used[dest] != src:
+            i += 1
+            dest = folder / str(i) / src.name
+        if dest not in self.used:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            self.used[dest] = src
+        return _relative(dest, self.out_dir)
+
+
+# ---------------------------------------------------------------- writing the YAML
+
+
+def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
+    """Base text with the calibration entries replaced (comments kept); a plain dump if that fails."""
+    header = [f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
+              f"# command: {req.command}" if req.command else ""]
+    header = "\n".join(h for h in header if h) + "\n"
+    edited = _edit_calibration(base.read_text(), data, req)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if edited is not None:
+        out.write_text(header + edited)
+        if _reads_back(out, data):
+            return
+    out.write_text(header + f"# (layout of {base.name} not kept: its comments are lost)\n"
+                   + "\n".join(_emit(data)) + "\n")
+    if not _reads_back(out, data):
+        out.unlink()
+        raise InputError(base, "file", str(base), "cannot be rewritten faithfully; edit the calibration section by hand")
+
+
+def _reads_back(out: Path, data: dict) -> bool:
+    try:
+        return read_yaml(out) == data
+    except InputError:
+        return False
+
+
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ""}
+_PLAIN = re.compile(r"[A-Za-z_/.][\w./*+-]*")
+_NUMBERISH = re.compile(r"[-+]?(\.?\d[\d_.]*([eE][-+]?\d+)?|\.inf|\.nan)", re.I)
+
+
+def _scalar(v) -> str:
+    """One YAML scalar: plain where unambiguous, else a JSON (= YAML double-quoted) string."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return ".nan" if math.isnan(v) else (".inf" if v > 0 else "-.inf")
+        text = repr(v)
+        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text  # YAML 1.1 floats need a dot
+    text = str(v)
+    plain = _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS and not _NUMBERISH.fullmatch(text)
+    return text if plain else json.dumps(text)
+
+
+def _flow(v) -> str:
+    """A value in flow style: {a: 1, b: 2}, [x, y], or a scalar."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_scalar(k)}: {_flow(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    return _scalar(v)
+
+
+def _emit(data: dict) -> list[str]:
+    """A hardware file's mapping: top-level sections in block style, their values in flow style."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            lines.append(f"{_scalar(key)}:")
+            lines += [f"  {_scalar(k)}: {_flow(v)}" for k, v in value.items()]
+        else:
+            lines.append(f"{_scalar(key)}: {_flow(value)}")
+    return lines
+
+
+def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
+    """Replace the calibration entries (and `name`) in the base text; None if its layout is unusual."""
+    lines = text.splitlines()
+    if req.name is not None:
+        i = _find(lines, 0, len(lines), "", "name")
+        if i is None:
+            return None
+        lines[i] = _dump_key("", "name", data["name"])
+    start = _find(lines, 0, len(lines), "", "calibration")
+    if start is None:
+        lines += ["calibration:"]
+        start = len(lines) - 1
+    elif lines[start].split("#")[0].strip() != "calibration:":
+        return None  # flow style: `calibration: {...}`
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " #"):
+        end += 1
+    body = [line for line in lines[start + 1:end] if line.strip() and not line.lstrip().startswith("#")]
+    indent = " " * (len(body[0]) - len(body[0].lstrip())) if body else "  "
+    for key in PATH_KEYS:
+        new = [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
+        i = _find(lines, start + 1, end, indent, key)
+        if i is None:
+            lines[end:end] = new
+            end += len(new)
+            continue
+        j = _extent(lines, i, end, indent)
+        lines[i:j] = new
+        end -= j - i - len(new)
+    return "\n".join(lines) + "\n"
+
+
+def _find(lines, lo: int, hi: int, indent: str, key: str) -> int | None:
+    """Index of the line `<indent><key>:` in lines[lo:hi]."""
+    for i in range(lo, hi):
+        line = lines[i]
+        if line.startswith(indent + key + ":") and (len(indent) == 0 or not line[len(indent)].isspace()):
+            return i
+    return None
+
+
+def _extent(lines, i: int, hi: int, indent: str) -> int:
+    """One past the last line of the entry starting at i (deeper lines, same-indent '- ' items)."""
+    j = last = i + 1
+    while j < hi:
+        line = lines[j]
+        deeper = line.startswith(indent + " ") or line.startswith(indent + "- ")
+        if line.strip() and not deeper:
+            break
+        if line.strip():
+            last = j + 1
+        j += 1
+    return last
+
+
+def _dump_key(indent: str, key: str, value) -> str:
+    """One `key: value` line in flow style."""
+    return f"{indent}{_scalar(key)}: {_flow(value)}"
+
+
+def _validate(out: Path) -> None:
+    """Load the new file and read every table it names; remove it when it does not load."""
+    try:
+        CostModel(load_hardware(out))
+    except (InputError, KeyError, ValueError) as e:
+        out.unlink(missing_ok=True)
+        raise InputError(out, "calibration", None, f"the written file does not load ({e}); removed") from None
+
+
+# ---------------------------------------------------------------- what the change does
+
+
+def predict(w, hw) -> dict[str, float]:
+    """The numbers `simsp calibrate --workload` compares: the iteration and one layer."""
+    d = run(w, hw).to_dict()
+    return {"iteration s": d["iteration_time_s"], "MFU %": 100 * d["mfu"],
+            "per-layer forward ms": d["per_layer_ms"]["forward"],
+            "per-layer backward ms": d["per_layer_ms"]["backward"]}
+
+
+def gemm_sources(w, hw) -> dict[str, int]:
+    """How many of the layer's GEMM look-ups each source answered (table, model, roofline)."""
+    return report_gemm_sources(run(w, hw).plan.layer)
+
+
+def compare(w, base_hw, new_hw) -> str:
+    """A small table: each predicted number under the base and the new hardware file, and the change."""
+    before, after = predict(w, base_hw), predict(w, new_hw)
+    rows = [f"{w.name:<30}{'base':>12}{'new':>12}{'change':>10}"]
+    for key, old in before.items():
+        new = after[key]
+        change = f"{(new - old) / old * 100:+.1f}%" if old else "n/a"
+        rows.append(f"  {key:<28}{old:12.4f}{new:12.4f}{change:>10}")
+    for label, hw in (("base", base_hw), ("new", new_hw)):
+        counts = ", ".join(f"{src} {n}" for src, n in sorted(gemm_sources(w, hw).items()))
+        rows.append(f"  GEMM look-ups by source, {label}: {counts}")
+    return "\n".join(rows)

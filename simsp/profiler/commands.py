@@ -1,0 +1,147 @@
+"""`simsp profile gemm | collectives` and `simsp calibrate`: `register(sub)` adds them to the CLI.
+
+Importing this module needs no torch; the profile commands ask for it when they run and, without
+it, fail with one line (`simsp: error: the profiler needs torch: ...`, exit 2).
+"""
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from simsp.calibration import read_nccl_log
+from simsp.errors import InputError
+
+PROFILE_HELP = "measure GEMMs or collectives with torch and write calibration files"
+GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
+COLLECTIVES_HELP = "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
+CALIBRATE_HELP = "write a hardware YAML whose calibration points at measured files"
+
+
+def register(sub) -> None:
+    """Add `profile` (with `gemm` and `collectives`) and `calibrate` to simsp's subparsers `sub`."""
+    from simsp.cli import _add_workload_args
+
+    prof = sub.add_parser("profile", help=PROFILE_HELP, description=PROFILE_HELP)
+    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives}")
+
+    g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
+    _add_workload_args(g)
+    g.add_argument("--out", default="gemm.csv", help="CSV to write (default gemm.csv)")
+    g.add_argument("--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)")
+    g.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU")
+    g.add_argument("--repeats", type=int, help="timed calls per shape (default 20 on a GPU, 3 on the CPU)")
+    g.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
+    g.set_defaults(func=cmd_profile_gemm, _parser=g)
+
+    c = what.add_parser("collectives", help=COLLECTIVES_HELP, description=COLLECTIVES_HELP)
+    c.add_argument("--nproc", type=int, required=True, help="processes (GPUs under NCCL), at least 2")
+    c.add_argument("--backend", choices=("nccl", "gloo"), help="default nccl when there are GPUs enough, else gloo")
+    c.add_argument("--out", default="nccl-logs", help="folder for the logs (default nccl-logs)")
+    c.add_argument("--min-bytes", help="smallest message, e.g. 1K (default 1K)")
+    c.add_argument("--max-bytes", help="largest message, e.g. 1G (default 1G under NCCL, 16M under gloo)")
+    c.add_argument("--iters", type=int, help="timed calls per size (default 20, after 5 warm-up)")
+    c.set_defaults(func=cmd_profile_collectives, _parser=c)
+
+    k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
+    k.add_argument("--hardware", required=True, help="base hardware YAML")
+    k.add_argument("--gemm", help="GEMM table CSV (simsp profile gemm)")
+    k.add_argument("--gemm-model", metavar="FILE|none",
+                   help="modeled GEMM table for shapes --gemm does not cover; 'none' drops the base file's")
+    k.add_argument("--nvlink", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured inside one node")
+    k.add_argument("--infiniband", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured across nodes")
+    k.add_argument("--append", action="store_true", help="add the logs to the base file's lists instead of replacing them")
+    k.add_argument("--name", help="the new file's `name:` (default: the base file's)")
+    k.add_argument("--out", required=True, help="new hardware YAML to write")
+    k.add_argument("--workload", help="workload YAML: show how the change moves its prediction")
+    k.set_defaults(func=cmd_calibrate, _parser=k)
+
+
+def command_line(args) -> str:
+    """The command as typed when run as `simsp ...`, else rebuilt from the parsed arguments."""
+    if Path(sys.argv[0]).name in ("simsp", "simsp.exe", "cli.py"):
+        return shlex.join(["simsp", *sys.argv[1:]])
+    parser = getattr(args, "_parser", None)
+    if parser is None:
+        return ""
+    words = parser.prog.split()
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if isinstance(action, argparse._HelpAction) or value is None:
+            continue
+        if not action.option_strings:
+            words.append(str(value))
+        elif action.nargs == 0:
+            if value == action.const and value != action.default:
+                words.append(action.option_strings[0])
+        elif value != action.default:
+            words += [action.option_strings[0], *map(str, value if isinstance(value, list) else [value])]
+    return shlex.join(words)
+
+
+def cmd_profile_gemm(args) -> None:
+    """`simsp profile gemm`: time the workload's GEMMs (and a grid) and write a GemmTable CSV."""
+    from simsp.cli import load, overrides
+    from simsp.config import load_workload
+    from simsp.profiler import gemm, shapes
+
+    s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
+    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
+    todo = shapes.workload_shapes(w)
+    n_workload = len(todo)
+    grid = shapes.GRID_GPU if s.device.startswith("cuda") else shapes.GRID_CPU
+    if args.grid:
+        todo = shapes.unique(todo + shapes.grid_shapes(grid))
+    p = w.parallel
+    extra = [f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
+             f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
+             f"tp={p.tp} sp={p.sequence_parallel}",
+             f"shapes: {n_workload} of the workload (layer GEMMs and logits, 3 layouts)"
+             + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else "")]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    points, skipped = gemm.measure(todo, s)
+    if not points:
+        raise InputError(args.out, "shapes", len(todo), "none of the GEMMs fit in the device's memory")
+    extra += [f"skipped (out of memory): {sh.name} {sh.layout} m={sh.gemm.m} n={sh.gemm.n} k={sh.gemm.k} "
+              f"batch={sh.gemm.batch}" for sh in skipped]
+    table = gemm.write_table(points, s, out, command_line(args), extra)
+    rates = [pt.tflops for pt in table.points]
+    summary = {"out": str(out), "shapes": len(table.points), "workload_shapes": n_workload,
+               "skipped_out_of_memory": len(skipped), "device": table.device,
+               "dtype": s.dtype, "min_tflops": min(rates), "max_tflops": max(rates)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"wrote {out}: {len(rates)} GEMM shapes on {table.device} ({s.dtype}), "
+              f"{min(rates):.3f} to {max(rates):.3f} TFLOP/s"
+              + (f"; {len(skipped)} skipped for lack of memory (listed in its header)" if skipped else ""))
+
+
+def cmd_profile_collectives(args) -> None:
+    """`simsp profile collectives`: sweep each collective over N local processes, one log each."""
+    from simsp.profiler import collectives
+
+    s = collectives.default_settings(args.nproc, args.backend, args.min_bytes, args.max_bytes, args.iters,
+                                     args.out, command_line(args))
+    for path in collectives.run(s):
+        t = read_nccl_log(path)
+        print(f"wrote {path}: {t.op}, {t.ranks} ranks, {t.sizes_bytes[0]} to {t.sizes_bytes[-1]} B, "
+              f"peak busbw {max(t.busbw_gbps()):.2f} GB/s")
+
+
+def cmd_calibrate(args) -> None:
+    """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction before/after."""
+    from simsp.config import load_hardware, load_workload
+    from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
+
+    req = Request(args.hardware, args.out, args.gemm, args.gemm_model, tuple(args.nvlink), tuple(args.infiniband),
+                  args.append, args.name, command_line(args))
+    w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing
+    cal = calibrate(req)
+    listed = ", ".join(f"{key}: {f'{len(v)} path(s)' if isinstance(v, list) else v}" for key, v in cal.items()
+                       if key in PATH_KEYS)
+    print(f"wrote {args.out} ({listed}); it loads")
+    if w is not None:
+        print(compare(w, load_hardware(args.hardware), load_hardware(args.out)))

@@ -1,0 +1,230 @@
+"""The optional profiler: GEMM and collective microbenchmarks -> calibration files -> cost model.
+
+Tests that measure need torch (`pytest.importorskip` in each); the rest run without it. The
+measuring ones run on the CPU: GEMMs in fp32, collectives over 2 gloo processes at 1..64 KiB.
+"""
+
+import argparse
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+import simsp.cli
+from simsp.calibration import read_gemm_table, read_nccl_log
+from simsp.config import load_hardware, load_workload
+from simsp.cost import CostModel
+from simsp.cost.layer_time import layer_time
+from simsp.layer import Gemm, build_layer
+from simsp.profiler import shapes
+from simsp.profiler.collectives import LOG_NAMES, OPS
+from simsp.profiler.commands import register
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
+TINY = """\
+name: tiny
+model: {layers: 2, hidden: 256, heads: 4, seq_len: 128, vocab: 1024}
+training: {global_batch: 1, micro_batch: 1}
+parallel: {tp: 2, pp: 1, dp: 1, sequence_parallel: true, recompute: selective, schedule: 1f1b}
+"""
+SIZES = [1024 * 2**i for i in range(7)]  # 1 KiB .. 64 KiB
+_PARSER = simsp.cli.parser
+
+
+def _parser():
+    """simsp's parser with the profiler's commands, whether or not cli.py registers them yet."""
+    top = _PARSER()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    if "profile" not in sub.choices:
+        register(sub)
+    return top
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    """simsp.cli.main with the profiler's commands."""
+    monkeypatch.setattr(simsp.cli, "parser", _parser)
+    return simsp.cli.main
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("workload") / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+def _lookups(w, hw) -> set:
+    """(m, n, k, batch, layout) of every GEMM the cost model looks up for one layer of w."""
+    cost = CostModel(hw)
+    seen, real = set(), cost.compute.gemm
+
+    def record(g, layout="TN"):
+        seen.add((g.m, g.n, g.k, g.batch, layout))
+        return real(g, layout)
+
+    cost.compute.gemm = record
+    layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost, w.parallel, hw.node.gpus)
+    return seen
+
+
+# ---------------------------------------------------------------- without torch
+
+
+def test_workload_shapes_are_exactly_the_cost_model_lookups(tiny, hardware):
+    w = load_workload(tiny)
+    keys = [s.key for s in shapes.workload_shapes(w)]
+    assert len(keys) == len(set(keys))
+    logits = {(128, 512, 256, 1, "TN"), (128, 256, 512, 1, "NN"), (512, 256, 128, 1, "NT")}
+    assert logits <= set(keys)
+    # every layer shape the cost model asks for, and nothing else besides the logits GEMM
+    # (which here shares its shape with h->4h: vocab / tp = 4h / tp)
+    assert set(keys) == _lookups(w, hardware) | logits
+
+
+def test_import_rule_and_the_no_torch_hint(tiny):
+    code = textwrap.dedent(f"""
+        import sys
+        import simsp.cli, simsp.profiler.commands, simsp.profiler.gemm, simsp.profiler.collectives
+        import simsp.profiler.calibrate, simsp.profiler.shapes
+        assert "torch" not in sys.modules, "a profiler module imported torch at import time"
+        sys.modules["torch"] = None  # as if torch were not installed
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_profiler import _parser
+        simsp.cli.parser = _parser
+        codes = [simsp.cli.main(["profile", "gemm", {str(tiny)!r}, "--out", "never.csv"]),
+                 simsp.cli.main(["profile", "collectives", "--nproc", "2"])]
+        sys.exit(0 if codes == [2, 2] else 1)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    hint = "simsp: error: the profiler needs torch: pip install -e '.[profile]'"
+    assert r.stderr.splitlines() == [hint, hint]
+    assert not (ROOT / "never.csv").exists()
+
+
+def test_calibrate_keeps_base_comments_copies_and_rebases(tmp_path, cli, capsys):
+    logs_a, logs_b = tmp_path / "a", tmp_path / "b"
+    for d in (logs_a, logs_b):
+        d.mkdir()
+        (d / "nccl_8.log").write_text((BASE_HW.parent / "calibration/dgx-a100-80gb/nvlink/nccl_8.log").read_text())
+    gemm = tmp_path / "g.csv"
+    gemm.write_text((BASE_HW.parent / "calibration/dgx-a100-80gb/gemm.csv").read_text())
+    out = tmp_path / "hw" / "mine.yaml"
+    rc = cli(["calibrate", "--hardware", str(BASE_HW), "--gemm", str(gemm), "--gemm-model", "none",
+              "--nvlink", str(logs_a / "nccl_8.log"), str(logs_b / "nccl_8.log"), "--append", "--name", "mine",
+              "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    text = out.read_text()
+    assert "# 8 GPUs on 6 NVSwitches" in text  # base comments kept
+    data = yaml.safe_load(text)
+    base = yaml.safe_load(BASE_HW.read_text())
+    assert data.keys() == base.keys() and data["name"] == "mine" and data["gpu"] == base["gpu"]
+    cal = data["calibration"]
+    assert "gemm_model" not in cal
+    assert cal["gemm"] == "calibration/mine/g.csv"
+    assert cal["nvlink"][-2:] == ["calibration/mine/nvlink/nccl_8.log", "calibration/mine/nvlink/2/nccl_8.log"]
+    assert cal["nvlink"][0].endswith("hardware/calibration/dgx-a100-80gb/nvlink/*")  # base entry rebased
+    hw = load_hardware(out)
+    assert Path(hw.calibration.gemm) == (out.parent / "calibration/mine/g.csv").resolve()
+    assert len(hw.calibration.nvlink) == 10 + 2
+    same = [Path(p).resolve() for p in load_hardware(BASE_HW).calibration.infiniband]
+    assert [Path(p).resolve() for p in hw.calibration.infiniband] == same
+
+
+def test_calibrate_rewrites_a_flow_style_base_without_its_comments(tmp_path, cli):
+    data = yaml.safe_load(BASE_HW.read_text())
+    folder = BASE_HW.parent
+    data["calibration"] = {"gemm": str(folder / "calibration/dgx-a100-80gb/gemm.csv"), "nvlink": ["x/*"]}
+    base = tmp_path / "flow.yaml"
+    base.write_text(yaml.safe_dump(data, default_flow_style=True))  # the whole file as one {...}
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "nccl_8.log").write_text((folder / "calibration/dgx-a100-80gb/nvlink/nccl_8.log").read_text())
+    out = tmp_path / "sub" / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(base), "--infiniband", str(folder / "calibration/dgx-a100-80gb/infiniband/nccl_16.log"),
+                "--out", str(out)]) == 0
+    cal = yaml.safe_load(out.read_text())["calibration"]
+    assert cal == {"gemm": data["calibration"]["gemm"], "nvlink": ["../x/*"],
+                   "infiniband": ["calibration/new/infiniband/nccl_16.log"]}
+    assert len(load_hardware(out).calibration.nvlink) == 1
+
+
+def test_calibrate_refuses_a_bad_log_and_writes_nothing(tmp_path, cli, capsys):
+    bad = tmp_path / "bad.log"
+    bad.write_text("not a log\n")
+    out = tmp_path / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--nvlink", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.log" in err[0]
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- measuring (torch, CPU)
+
+
+@pytest.fixture(scope="module")
+def measured(tiny, tmp_path_factory):
+    """One GEMM profile of the tiny workload and one 2-rank gloo sweep, shared by the tests below."""
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("profile")
+    main = simsp.cli.main
+    saved, simsp.cli.parser = simsp.cli.parser, _parser
+    try:
+        rc_gemm = main(["profile", "gemm", str(tiny), "--out", str(folder / "gemm.csv"), "--repeats", "2"])
+        rc_coll = main(["profile", "collectives", "--nproc", "2", "--backend", "gloo", "--out", str(folder / "logs"),
+                        "--min-bytes", "1K", "--max-bytes", "64K", "--iters", "3"])
+    finally:
+        simsp.cli.parser = saved
+    assert (rc_gemm, rc_coll) == (0, 0)
+    return folder
+
+
+def test_gloo_collectives_read_back(measured):
+    pytest.importorskip("torch")
+    for op in OPS:
+        path = measured / "logs" / LOG_NAMES[op]
+        table = read_nccl_log(path)
+        assert (table.op, table.ranks, list(table.sizes_bytes)) == (op, 2, SIZES)
+        assert all(t > 0 for t in table.times_s)
+        header = path.read_text()
+        assert "# backend: gloo" in header and "# world size: 2" in header and "# date: " in header
+        assert "# method: " in header
+
+
+def test_gemm_profile_reads_back(measured, tiny):
+    pytest.importorskip("torch")
+    table = read_gemm_table(measured / "gemm.csv")
+    expected = {s.key for s in shapes.workload_shapes(load_workload(tiny))}
+    assert {(p.m, p.n, p.k, p.batch, p.layout) for p in table.points} == expected
+    assert table.dtype == "fp32" and table.device.startswith("CPU")
+    header = (measured / "gemm.csv").read_text()
+    for words in ("# versions: torch ", "CUDA", "# date: ", "# command: simsp profile gemm", "CPU rates"):
+        assert words in header
+
+
+def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, cli, capsys):
+    pytest.importorskip("torch")
+    out = tmp_path / "hw" / "tiny-cpu.yaml"
+    logs = [str(measured / "logs" / LOG_NAMES[op]) for op in OPS]
+    rc = cli(["calibrate", "--hardware", str(BASE_HW), "--gemm", str(measured / "gemm.csv"), "--nvlink", *logs,
+              "--out", str(out), "--workload", str(tiny)])
+    stdout = capsys.readouterr().out
+    assert rc == 0
+    assert "per-layer forward ms" in stdout and "per-layer backward ms" in stdout
+    hw = load_hardware(out)
+    assert Path(hw.calibration.gemm).parent == (out.parent / "calibration" / "tiny-cpu").resolve()
+    w = load_workload(tiny)
+    lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), CostModel(hw), w.parallel, hw.node.gpus)
+    gemms = [e for e in lt.entries if e.kind in ("gemm", "attention_gemm")]
+    assert len(gemms) == 4 * 3 + 2 * 3 + 2  # linears x (fwd, dgrad, wgrad); attention fwd, 2 grads; recompute
+    assert not [e for e in lt.entries if e.source == "roofline"]
+    # each look-up answers the measured rate itself
+    table, compute = read_gemm_table(hw.calibration.gemm), CostModel(hw).compute
+    for m, n, k, batch, layout in _lookups(w, hw):
+        g = Gemm(m, n, k, batch)
+        assert g.flops / compute.gemm(g, layout).seconds / 1e12 == pytest.approx(
+            table.lookup_tflops(m, n, k, batch, layout), rel=1e-6)
