@@ -126,6 +126,9 @@ def parser() -> argparse.ArgumentParser:
     from simsp.profiler.commands import register as register_profiler
 
     register_profiler(sub)
+    from simsp.validate import register as register_validate
+
+    register_validate(sub)
     return top
 
 
