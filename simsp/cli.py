@@ -129,7 +129,24 @@ def parser() -> argparse.ArgumentParser:
     from simsp.validate import register as register_validate
 
     register_validate(sub)
+    from simsp.sweep import register as register_sweep
+
+    register_sweep(sub)
+    p = sub.add_parser("reproduce", help="the paper's tables and figures beside simsp's",
+                       description="Run the paper's experiments; print the tables and write one HTML report.")
+    p.add_argument("--out", default="reproduction", help="folder for reproduction.html (default ./reproduction)")
+    p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    p.set_defaults(func=cmd_reproduce)
     return top
+
+
+def cmd_reproduce(args) -> None:
+    """`simsp reproduce`: Table 2, Figure 7, Table 4, Table 5 and a Figure 1 chart, paper vs simsp."""
+    from simsp.reproduce import reproduce, text_tables, write_report
+
+    tables = reproduce(args.hardware)
+    print(text_tables(tables))
+    print(f"report: {write_report(tables, args.out)}")
 
 
 def main(argv=None) -> int:

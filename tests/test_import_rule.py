@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simsp"
-ALLOWED = {"simpy": {"engine.py"}, "plotly": {"timeline.py"}, "yaml": {"config.py"}, "torch": {"profiler"}}
+ALLOWED = {"simpy": {"engine.py"}, "plotly": {"timeline"}, "yaml": {"config.py"}, "torch": {"profiler"}}
 
 
 def imported_roots(path: Path) -> set[str]:

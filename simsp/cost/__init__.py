@@ -12,13 +12,28 @@ from simsp.cost.compute import ComputeModel
 from simsp.cost.network import NetworkModel
 
 
+from functools import lru_cache
+
+
 class CostModel:
-    """Compute and network costs of one hardware file, built once and shared."""
+    """Compute and network costs of one hardware file, built once and shared.
+
+    The lookups are pure functions of their (hashable) arguments, so each is memoised: a plan
+    or a sweep asks for the same few shapes and message sizes many times.
+    """
 
     def __init__(self, hw):
         self.hw = hw
         self.compute = ComputeModel(hw)
         self.network = NetworkModel(hw)
+        _memoise(self.compute, ("gemm", "memory_bound"))
+        _memoise(self.network, ("collective_s", "p2p_s"))
+
+
+def _memoise(obj, methods: tuple[str, ...]) -> None:
+    """Replace the named bound methods of obj by memoised ones."""
+    for name in methods:
+        setattr(obj, name, lru_cache(maxsize=None)(getattr(obj, name)))
 
 
 _CACHE: dict = {}

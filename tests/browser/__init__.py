@@ -1,0 +1,1 @@
+"""Helpers for the headless-Chromium checks of the generated pages."""
