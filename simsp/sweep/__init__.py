@@ -1,0 +1,58 @@
+"""Sweeps: every valid parallel configuration of a workload, on one or more machines.
+
+`simsp sweep SPEC.yaml` reads a spec (a workload, hardware files, a GPU count and a grid of
+settings), enumerates the valid configurations, evaluates them with the event simulation (or,
+with --screen, all of them in closed form first and only the most promising in the engine),
+appends one CSV row per configuration as it finishes, and prints the fastest that fit.
+`simsp compare WORKLOAD --hardware A.yaml B.yaml` runs one workload on several machines.
+
+A spec, by example (paths relative to the working directory or to the spec's folder):
+
+    workload: workloads/gpt3-175b.yaml
+    hardware: [hardware/dgx-a100-80gb.yaml]
+    gpus: 64
+    grid: {tp: [1, 2, 4, 8, 16], pp: [1, 2, 4, 8, 16], sp: [true, false],
+           recompute: [none, selective, full], micro_batch: [1, 2, 4]}
+
+dp = gpus / (tp x pp). Settings the grid leaves out keep the workload's values; an inherited
+interleaved schedule falls back to 1F1B where interleaving is not valid (pp = 1, chunks that do
+not divide the layers, a microbatch count that is not a multiple of pp); a schedule listed in
+the grid is taken as asked, and its invalid combinations are skipped. Configurations that mean
+the same run (SP with tp = 1, interleaved with one chunk) are evaluated once.
+
+Output rows are written whole and flushed one by one; on a restart the rows already in the
+output are kept and their configurations skipped (a trailing partial line is dropped first), so
+a killed sweep resumes without losing or duplicating a row.
+
+Modules:
+
+* `spec` - reading and checking the spec; enumerating its valid, distinct configurations;
+* `rows` - the output columns, how values are written, ranking rows;
+* `store` - CSV / Parquet output, resume, partial-line handling;
+* `execute` - the event and closed-form (screening) tiers; local process pool and dask executors;
+* `progress` - the progress bar;
+* `runner` - `run_sweep`: the above, end to end;
+* `pareto` - the Pareto front and the time-vs-memory figure spec;
+* `compare` - `simsp compare`;
+* `commands` - argparse registration (`register`), `cmd_sweep`, the best-K table, `main_*`.
+"""
+
+from .commands import best, cmd_sweep, main, main_compare, main_sweep, parser, register, summary, table
+from .compare import cmd_compare, compare_table
+from .execute import dask_address, evaluate_analytic, evaluate_event, event_result, executor_rows, screen
+from .pareto import RECOMPUTE_COLOURS, figure_page, pareto_figure, pareto_front
+from .progress import Progress
+from .rows import COLUMNS, KEY_COLUMNS, RESULT_COLUMNS, describe_row, fmt
+from .runner import Outcome, run_sweep
+from .spec import (CHOICES, DEFAULT_KEEP, GRID_KEYS, SPEC_KEYS, Config, Counts, SweepSpec, config_key,
+                   enumerate_configs, load_spec, resolve)
+from .store import CsvSink, Output, read_csv_rows
+
+__all__ = [
+    "CHOICES", "COLUMNS", "Config", "Counts", "CsvSink", "DEFAULT_KEEP", "GRID_KEYS", "KEY_COLUMNS", "Outcome",
+    "Output", "Progress", "RECOMPUTE_COLOURS", "RESULT_COLUMNS", "SPEC_KEYS", "SweepSpec", "best", "cmd_compare",
+    "cmd_sweep", "compare_table", "config_key", "dask_address", "describe_row", "enumerate_configs",
+    "evaluate_analytic", "evaluate_event", "event_result", "executor_rows", "figure_page", "fmt", "load_spec",
+    "main", "main_compare", "main_sweep", "pareto_figure", "pareto_front", "parser", "read_csv_rows", "register",
+    "resolve", "run_sweep", "screen", "summary", "table",
+]

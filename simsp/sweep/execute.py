@@ -1,0 +1,124 @@
+"""Evaluating configurations: the event tier (the engine), the closed-form screening tier, and
+the executors that run event evaluations in parallel (a local process pool, or dask.distributed).
+
+Each evaluation maps a picklable task (key, workload, hardware) to an output row.
+"""
+
+import math
+import os
+
+from simsp.errors import InputError
+from simsp.hardware import HardwareSpec
+from simsp.workload import Workload
+
+from .rows import make_row, ranked, row_key
+from .spec import Config
+
+
+# ---------------------------------------------------------------------------- the two tiers
+def event_result(w: Workload, hw: HardwareSpec):
+    """report.run with the memoised cost model: the same Result, each GEMM shape looked up once
+    per process instead of once per configuration."""
+    from simsp.cost import cost_model
+    from simsp.engine import simulate
+    from simsp.memory import memory_report
+    from simsp.plan import build_plan
+    from simsp.report import Result
+
+    plan = build_plan(w, cost_model(hw))
+    return Result(w, hw, plan, simulate(plan), memory_report(w, hw))
+
+
+def tokens_per_s(result) -> float:
+    """Training throughput of a Result: the global batch's tokens over the iteration time."""
+    w = result.workload
+    return w.training.global_batch * w.model.seq_len / result.iteration_time_s
+
+
+def evaluate_event(task: tuple) -> dict:
+    """(key, workload, hardware) -> output row, by the event simulation (picklable, for workers)."""
+    key, w, hw = task
+    r = event_result(w, hw)
+    return make_row(key, r.iteration_time_s, r.mfu(), r.hfu(), tokens_per_s(r),
+                    r.memory.peak_bytes, r.memory.capacity_bytes, r.memory.fits, "event")
+
+
+def evaluate_analytic(task: tuple) -> dict:
+    """(key, workload, hardware) -> output row, in closed form."""
+    from simsp.analytic import estimate
+
+    key, w, hw = task
+    e = estimate(w, hw)
+    return make_row(key, e.iteration_time_s, e.mfu, e.hfu, e.tokens_per_s, e.peak_bytes, e.capacity_bytes, e.fits,
+                    "analytic")
+
+
+def screen(configs: list[Config], keep: float) -> tuple[list[dict], set]:
+    """Closed-form rows for every configuration, and the keys of the best `keep` share of those
+    that fit (at least one when any fits), ranked by closed-form throughput (the iteration time
+    where the global batch is fixed; ties by key)."""
+    rows = [evaluate_analytic((c.key, c.workload, c.hardware)) for c in configs]
+    fitting = ranked(rows)
+    n = math.ceil(keep * len(fitting)) if fitting else 0
+    return rows, {row_key(r) for r in fitting[:n]}
+
+
+# ---------------------------------------------------------------------------- executors
+def _work(task: tuple) -> int:
+    """Relative engine cost of a task: actions replayed (for longest-first submission)."""
+    w = task[1]
+    return w.parallel.pp * w.parallel.chunks * w.microbatches
+
+
+def _local(tasks: list, jobs: int):
+    """Rows in completion order from a process pool (in this process when one job or task)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        for t in tasks:
+            yield evaluate_event(t)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(evaluate_event, t) for t in tasks]
+        try:
+            for f in as_completed(futures):
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+
+
+def dask_address(executor: str) -> str:
+    """dask://HOST:PORT -> tcp://HOST:PORT (an address with its own scheme is kept)."""
+    rest = executor[len("dask://"):]
+    return rest if "://" in rest else "tcp://" + rest
+
+
+def _dask(tasks: list, executor: str):
+    """Rows in completion order from a dask.distributed scheduler."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise InputError("--executor", "executor", executor,
+                         "needs dask.distributed: pip install 'dask[distributed]'") from None
+    try:
+        client = Client(dask_address(executor), timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise InputError("--executor", "executor", executor, f"no dask scheduler answers there ({e})") from None
+    try:
+        futures = client.map(evaluate_event, tasks, pure=False)
+        for f in as_completed(futures):
+            yield f.result()
+    finally:
+        client.close()
+
+
+def executor_rows(tasks: list, executor: str = "local", jobs: int | None = None):
+    """Evaluate tasks by event simulation on the chosen executor; yields rows as they finish."""
+    tasks = sorted(tasks, key=_work, reverse=True)  # longest first: shorter tail
+    if executor == "local":
+        yield from _local(tasks, jobs or os.cpu_count() or 1)
+    elif executor.startswith("dask://"):
+        yield from _dask(tasks, executor)
+    else:
+        raise InputError("--executor", "executor", executor, "must be local or dask://HOST:PORT")

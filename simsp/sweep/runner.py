@@ -1,0 +1,61 @@
+"""Running a sweep: enumerate, skip what the output already holds, screen in closed form when
+asked, event-simulate the rest on an executor, and write each row as it finishes."""
+
+import time
+from dataclasses import dataclass
+
+from .execute import executor_rows, screen
+from .progress import Progress
+from .rows import row_key
+from .spec import Counts, SweepSpec, enumerate_configs
+from .store import Output
+
+
+@dataclass
+class Outcome:
+    """A finished sweep: every row of its configurations (earlier runs' included) and counts."""
+
+    rows: list[dict]
+    counts: Counts
+    resumed: int
+    """Rows found in the output from an earlier run."""
+    simulated: int
+    """Configurations event-simulated by this run."""
+    screened: int
+    """Configurations evaluated only in closed form by this run."""
+    wall_s: float
+
+
+def run_sweep(spec: SweepSpec, out: str | None = None, executor: str = "local", jobs: int | None = None,
+              screening: bool = False, keep: float | None = None, progress: bool = True) -> Outcome:
+    """Enumerate, skip what the output already holds, evaluate the rest, write rows as they finish."""
+    t0 = time.perf_counter()
+    configs, counts = enumerate_configs(spec)
+    wanted = {c.key for c in configs}
+    output = Output(out)
+    done = {}
+    for r in output.existing():
+        done.setdefault(row_key(r), r)
+    resumed = sum(k in wanted for k in done)
+    todo = [c for c in configs if c.key not in done]
+    new_rows, screened = [], 0
+    if screening:
+        rows, kept = screen(configs, spec.keep if keep is None else keep)
+        for r, c in zip(rows, configs):
+            if c.key not in done and c.key not in kept:
+                output.write(r)
+                new_rows.append(r)
+                screened += 1
+        todo = [c for c in todo if c.key in kept]
+    bar = Progress(len(todo), progress)
+    try:
+        for row in executor_rows([(c.key, c.workload, c.hardware) for c in todo], executor, jobs):
+            output.write(row)
+            new_rows.append(row)
+            bar.step()
+    finally:
+        bar.close()
+    by_key = {**done, **{row_key(r): r for r in new_rows}}
+    rows = [by_key[c.key] for c in configs if c.key in by_key]
+    output.close(list(by_key.values()))
+    return Outcome(rows, counts, resumed, len(todo), screened, time.perf_counter() - t0)
