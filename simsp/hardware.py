@@ -64,6 +64,14 @@ class CalibrationSpec:
     """(FLOPs, fraction of gemm_max_tflops) steps for shapes no table covers."""
     kernel_launch_us: float = 0.0
     """Minimum time of any kernel (launch and tail), microseconds."""
+    host_forward_us: float = 0.0
+    """Host (framework) time to issue one layer's forward; 0 means not modelled."""
+    host_backward_us: float = 0.0
+    """Host time to issue one layer's backward without recompute."""
+    host_recompute_full_us: float = 0.0
+    """Extra backward host time when the whole layer is recomputed."""
+    host_recompute_selective_us: float = 0.0
+    """Extra backward host time when core attention is recomputed."""
     collective_sm_share: float = 0.0
     """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
     collective runs at (1 - share) of its speed for as long as the collective lasts."""

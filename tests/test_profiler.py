@@ -228,3 +228,21 @@ def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, 
         g = Gemm(m, n, k, batch)
         assert g.flops / compute.gemm(g, layout).seconds / 1e12 == pytest.approx(
             table.lookup_tflops(m, n, k, batch, layout), rel=1e-6)
+
+
+def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from simsp.cli import main
+    assert main(["profile", "host", "--repeats", "30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# measured by `")
+    values = dict(line.split(": ") for line in lines[1:])
+    assert set(values) == {"host_forward_us", "host_backward_us", "host_recompute_full_us",
+                           "host_recompute_selective_us"}
+    assert float(values["host_forward_us"]) > 0 and float(values["host_backward_us"]) > 0
+    base = (ROOT / "hardware" / "dgx-a100-80gb.yaml").read_text()
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(base.replace("calibration:\n", "calibration:\n" + "".join(f"  {line}\n" for line in lines), 1)
+                  .replace("calibration/", str(ROOT / "hardware" / "calibration") + "/"))
+    from simsp.config import load_hardware
+    assert load_hardware(hw).calibration.host_forward_us == float(values["host_forward_us"])

@@ -124,13 +124,32 @@ class _Pass:
                 Entry(comm.op, "backward", "comm", "comm", max(0.0, c - compute_s), c, "nccl")]
 
 
+def host_us(cal, recompute: str) -> tuple[float, float]:
+    """(forward, backward) host time of one layer, microseconds (profiled: `simsp profile host`)."""
+    extra = {"full": cal.host_recompute_full_us, "selective": cal.host_recompute_selective_us}.get(recompute, 0.0)
+    return cal.host_forward_us, cal.host_backward_us + extra
+
+
+def _host_wait(entries: list[Entry], phases: tuple[str, ...], host_s: float) -> list[Entry]:
+    """The GPU waits for the host where issuing a pass takes longer than running it: the pass
+    takes max(device time, host time), and the difference shows as an idle entry."""
+    device_s = sum(e.seconds for e in entries if e.phase in phases)
+    if host_s <= device_s:
+        return []
+    return [Entry("waiting for the host to issue work", phases[-1], "host", "compute", host_s - device_s,
+                  host_s - device_s, "host")]
+
+
 def layer_time(ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, ranks_per_node: int) -> LayerTime:
     """Forward, recompute and backward entries of one layer for one microbatch."""
     p = _Pass(cost, parallel, ranks_per_node)
     entries = [e for op in ops for e in p.forward(op, "forward")]
     rerun = ops if parallel.recompute == "full" else [o for o in ops if o.selective] if parallel.recompute == "selective" else []
-    entries += [e for op in rerun for e in p.forward(op, "recompute")]
+    host_f, host_b = (us * 1e-6 for us in host_us(cost.hw.calibration, parallel.recompute))
+    entries += _host_wait(entries, ("forward",), host_f)
+    backward = [e for op in rerun for e in p.forward(op, "recompute")]
     for i in range(len(ops) - 1, -1, -1):
         before = ops[i - 1] if i > 0 and ops[i - 1].kind == "comm" else None
-        entries += p.backward(ops[i], before)
-    return LayerTime(tuple(entries))
+        backward += p.backward(ops[i], before)
+    backward += _host_wait(backward, ("recompute", "backward"), host_b)
+    return LayerTime(tuple(entries + backward))

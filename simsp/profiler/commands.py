@@ -1,4 +1,4 @@
-"""`simsp profile gemm | collectives` and `simsp calibrate`: `register(sub)` adds them to the CLI.
+"""`simsp profile gemm | collectives | host` and `simsp calibrate`: `register(sub)` adds them to the CLI.
 
 Importing this module needs no torch; the profile commands ask for it when they run and, without
 it, fail with one line (`simsp: error: the profiler needs torch: ...`, exit 2).
@@ -15,6 +15,7 @@ from simsp.errors import InputError
 
 PROFILE_HELP = "measure GEMMs or collectives with torch and write calibration files"
 GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
+HOST_HELP = "time the host (framework) work of one layer's passes -> hardware YAML calibration lines"
 COLLECTIVES_HELP = "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
 CALIBRATE_HELP = "write a hardware YAML whose calibration points at measured files"
 
@@ -24,7 +25,7 @@ def register(sub) -> None:
     from simsp.cli import _add_workload_args
 
     prof = sub.add_parser("profile", help=PROFILE_HELP, description=PROFILE_HELP)
-    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives}")
+    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives,host}")
 
     g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
     _add_workload_args(g)
@@ -43,6 +44,11 @@ def register(sub) -> None:
     c.add_argument("--max-bytes", help="largest message, e.g. 1G (default 1G under NCCL, 16M under gloo)")
     c.add_argument("--iters", type=int, help="timed calls per size (default 20, after 5 warm-up)")
     c.set_defaults(func=cmd_profile_collectives, _parser=c)
+
+    o = what.add_parser("host", help=HOST_HELP, description=HOST_HELP)
+    o.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    o.add_argument("--repeats", type=int, default=500, help="passes per timing round (default 500)")
+    o.set_defaults(func=cmd_profile_host, _parser=o)
 
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
     k.add_argument("--hardware", required=True, help="base hardware YAML")
@@ -129,6 +135,16 @@ def cmd_profile_collectives(args) -> None:
         t = read_nccl_log(path)
         print(f"wrote {path}: {t.op}, {t.ranks} ranks, {t.sizes_bytes[0]} to {t.sizes_bytes[-1]} B, "
               f"peak busbw {max(t.busbw_gbps()):.2f} GB/s")
+
+
+def cmd_profile_host(args) -> None:
+    """`simsp profile host`: host time per layer pass, printed as hardware YAML calibration lines."""
+    from simsp.profiler.host import measure
+
+    if args.repeats < 1:
+        raise InputError("--repeats", "repeats", args.repeats, "must be a positive integer")
+    times = measure(args.device, args.repeats)
+    print("\n".join(times.yaml_lines(command_line(args))))
 
 
 def cmd_calibrate(args) -> None:
