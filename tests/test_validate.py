@@ -192,8 +192,12 @@ def test_readable_table_names_every_set(subset_run):
 
 
 def _figure_from_html(html: str) -> dict:
-    m = re.search(r'<script id="figure" type="application/json">(.*?)</script>', html, re.S)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+    """The data and layout passed to Plotly.newPlot(id, data, layout, config) in a plotly page."""
+    m = re.search(r'Plotly\.newPlot\(\s*"[^"]*",\s*', html)
+    decoder = json.JSONDecoder()
+    data, end = decoder.raw_decode(html, m.end())
+    layout, _ = decoder.raw_decode(html, re.compile(r",\s*").match(html, end).end())
+    return {"data": data, "layout": layout}
 
 
 def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_path):
@@ -213,18 +217,21 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
         assert t["y"] == pytest.approx([r.predicted_s for r in rs])
         assert all(r.case.name in text for r, text in zip(rs, t["text"]))
     assert len({t["marker"]["color"] for n, t in traces.items() if n != "y"}) == len(V.SETS)
-    assert "Plotly.newPlot" in html
-    if V.plotly_js():
-        assert len(html) > 1_000_000 and "<script src=" not in html  # plotly.js inlined
+    want = json.loads(json.dumps(V.scatter_figure(subset_run)))  # the page draws scatter_figure
+    assert fig["data"] == want["data"]
+    assert {k: fig["layout"][k] for k in want["layout"]} == want["layout"]  # plotly adds its template
+    assert len(html) > 1_000_000 and "<script src=" not in html  # plotly.js inlined
 
 
-def test_scatter_page_does_not_import_plotly(tmp_path):
+def test_validate_does_not_import_plotly_until_a_page_is_drawn():
+    # the scatter figure is plain data; plotly comes in through simsp.timeline only to draw the page
     code = ("import sys; from simsp import validate as V; "
             "c = V.Case('s', 'x', 1.0, None, 'hw'); "
             "v = V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); "
-            "html = V.scatter_html(v); print('plotly' in sys.modules, len(html) > 0)")
+            "fig = V.scatter_figure(v); print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); "
+            "html = V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "True", "True"]
 
 
 def test_unwritable_out_is_an_input_error(subset_run, tmp_path):

@@ -1,0 +1,38 @@
+"""Validation: simsp's predictions against published and measured times, set by set.
+
+Sets (each a list of Cases, a measured time and the run that produced it):
+
+* `paper-table4`: the paper's Table 4, one 22B layer's forward and backward in five settings
+  (10 values) on hardware/dgx-a100-80gb.yaml;
+* `paper-table5`: the paper's Table 5, four models' iteration times with full recompute and with
+  the present work (8 values), same hardware;
+* `vtrain-single`, `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (1,440 on one
+  node of 8 A100s, 109 on up to 512), derived into `simsp/validate/data/` by `derive_vtrain`,
+  on hardware/vtrain-a100.yaml.
+
+Errors are fractions, predicted / measured - 1. Per set: n, MAPE (mean |error|), max |error|,
+bias (mean signed error) and the worst cases. Nothing here sets a cost parameter: these times
+are held out from calibration.
+
+Modules: `data` (the derived vTrain CSVs), `cases` (measured values paired with simsp runs),
+`metrics` (errors and their summary), `runner` (predicting every case), `scatter` (the
+predicted-vs-measured page), `commands` (`simsp validate`: tables, --json, --out).
+"""
+
+from simsp.validate.cases import (PAPER_HARDWARE, SETS, VTRAIN_HARDWARE, VTRAIN_PARALLEL, VTRAIN_VOCAB, Case,
+                                  Skipped, build_cases, paper_table4_cases, paper_table5_cases, project_path,
+                                  subset, vtrain_cases, vtrain_workload)
+from simsp.validate.commands import (CSV_FIELDS, case_rows, cmd_validate, json_summary, register, table,
+                                     write_outputs)
+from simsp.validate.data import (DATA_DIR, VTRAIN_COLUMNS, VTRAIN_SETTINGS, VTRAIN_SOURCE, derive_vtrain,
+                                 read_shared_csv, read_vtrain)
+from simsp.validate.metrics import CaseResult, metrics, of_set, summarize, worst
+from simsp.validate.runner import Validation, predict, predict_all, run_validation
+from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
+
+__all__ = ["COLOURS", "CSV_FIELDS", "DATA_DIR", "PAPER_HARDWARE", "SETS", "VTRAIN_COLUMNS", "VTRAIN_HARDWARE",
+           "VTRAIN_PARALLEL", "VTRAIN_SETTINGS", "VTRAIN_SOURCE", "VTRAIN_VOCAB", "Case", "CaseResult", "Skipped",
+           "Validation", "build_cases", "case_rows", "cmd_validate", "derive_vtrain", "json_summary", "metrics",
+           "of_set", "paper_table4_cases", "paper_table5_cases", "predict", "predict_all", "project_path",
+           "read_shared_csv", "read_vtrain", "register", "run_validation", "scatter_figure", "scatter_html",
+           "subset", "summarize", "table", "vtrain_cases", "vtrain_workload", "worst", "write_outputs"]

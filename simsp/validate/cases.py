@@ -1,0 +1,159 @@
+"""Validation cases: each measured value paired with the simsp run that predicts it.
+
+The paper's Tables 4 and 5 run on hardware/dgx-a100-80gb.yaml; vTrain's rows become workloads
+with Megatron-DeepSpeed's settings on hardware/vtrain-a100.yaml, and rows that are not valid
+simsp workloads are kept as `Skipped`, with the reason.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.validate.data import DATA_DIR, read_vtrain
+from simsp.workload import TrainingSpec, Workload, validate
+
+PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
+VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
+SETS = ("paper-table4", "paper-table5", "vtrain-single", "vtrain-multi")
+
+VTRAIN_VOCAB = 51200
+"""vTrain trains GPT-2's 50,257-token vocabulary, which Megatron pads to a multiple of 128 x tp
+(50,304 at tp 1, 50,688 at tp 8); we take the paper's padded 51,200 for every row (< 2% more
+logits work, divisible by every tp in the data)."""
+
+VTRAIN_PARALLEL = {"sequence_parallel": False, "recompute": "full", "schedule": "1f1b"}
+"""Megatron-DeepSpeed as vTrain ran it: full activation checkpointing (use_checkpoint: true),
+1F1B, no sequence parallelism, no gradient bucketing (so no DP overlap: simsp's default)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured value and the simsp run that predicts it."""
+
+    set: str
+    name: str
+    """Unique within the set, e.g. `single-0012` or `gpt3-175b full`."""
+    measured_s: float
+    workload: Workload
+    hardware: str
+    """Path of the hardware YAML (cases travel to worker processes as plain data)."""
+    quantity: str = "iteration"
+    """iteration, layer_forward or layer_backward (one layer, one microbatch)."""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A source row that is not a valid simsp workload, and why."""
+
+    set: str
+    name: str
+    reason: str
+
+
+def project_path(rel: str) -> Path:
+    """A project file (hardware/, workloads/) from the working directory, else the source checkout."""
+    from simsp.config import REPO_ROOT
+    local = Path(rel)
+    return local if local.exists() else REPO_ROOT / rel
+
+
+def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
+    return dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp))
+
+
+def paper_table4_cases() -> list[Case]:
+    """Table 4: the 22B layer's forward and backward (ms) in the paper's five settings."""
+    from simsp.config import load_workload
+    from simsp.paper import TABLE4_22B_MS, TABLE4_LABELS
+    base = load_workload(project_path("workloads/gpt-22b.yaml"))
+    hw = str(project_path(PAPER_HARDWARE))
+    cases = []
+    for key, (fwd_ms, bwd_ms) in TABLE4_22B_MS.items():
+        w = _variant(base, *key)
+        for quantity, ms in (("layer_forward", fwd_ms), ("layer_backward", bwd_ms)):
+            label = f"{TABLE4_LABELS[key]} {quantity.split('_')[1]}"
+            cases.append(Case("paper-table4", label, ms / 1e3, w, hw, quantity, f"22B layer, {label}"))
+    return cases
+
+
+def paper_table5_cases() -> list[Case]:
+    """Table 5: iteration seconds with full recompute (no SP) and with the present work."""
+    from simsp.config import load_workload
+    from simsp.paper import MODELS, TABLE5_S
+    hw = str(project_path(PAPER_HARDWARE))
+    cases = []
+    for name in MODELS:
+        w = load_workload(project_path(f"workloads/{name}.yaml"))
+        full_s, present_s = TABLE5_S[name]
+        cases.append(Case("paper-table5", f"{name} full", full_s, _variant(w, "full", False), hw,
+                          description=f"{name}, full recompute, no SP"))
+        cases.append(Case("paper-table5", f"{name} present", present_s, w, hw,
+                          description=f"{name}, SP + selective recompute"))
+    return cases
+
+
+def vtrain_workload(row: dict, name: str) -> Workload:
+    """One derived vTrain row as a validated Workload (raises InputError if it is not one)."""
+    n = {k: int(row[k]) for k in ("layers", "hidden", "heads", "seq_len", "global_batch", "micro_batch",
+                                  "tp", "pp", "dp", "gpus")}
+    w = Workload(
+        name=name,
+        model=ModelSpec(layers=n["layers"], hidden=n["hidden"], heads=n["heads"], seq_len=n["seq_len"],
+                        vocab=VTRAIN_VOCAB),
+        training=TrainingSpec(global_batch=n["global_batch"], micro_batch=n["micro_batch"]),
+        parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **VTRAIN_PARALLEL),
+    )
+    if w.parallel.gpus != n["gpus"]:
+        raise InputError(name, "gpus", n["gpus"], f"must equal tp x pp x dp ({w.parallel.gpus})")
+    return validate(w, name)
+
+
+def _describe(row: dict) -> str:
+    return (f"L{row['layers']} h{row['hidden']} a{row['heads']} s{row['seq_len']} B{row['global_batch']} "
+            f"b{row['micro_batch']} tp{row['tp']} pp{row['pp']} dp{row['dp']}")
+
+
+def vtrain_cases(kind: str, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]]:
+    """Every row of vtrain_{kind}.csv as a Case on vtrain-a100, and the rows that are not valid."""
+    hw = str(project_path(VTRAIN_HARDWARE))
+    cases, skipped = [], []
+    for i, row in enumerate(read_vtrain(kind, data_dir), start=1):
+        name = f"{kind}-{i:04d}"
+        try:
+            w = vtrain_workload(row, name)
+        except (InputError, ValueError) as e:
+            skipped.append(Skipped(f"vtrain-{kind}", name, str(e)))
+            continue
+        desc = _describe(row) + (f" ({row['params_billion']}B)" if row.get("params_billion") else "")
+        cases.append(Case(f"vtrain-{kind}", name, float(row["iteration_time_ms"]) / 1e3, w, hw,
+                          description=desc))
+    return cases, skipped
+
+
+def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]]:
+    """All cases of the named sets, in set order then source order."""
+    cases: list[Case] = []
+    skipped: list[Skipped] = []
+    for name in sets:
+        if name == "paper-table4":
+            cases += paper_table4_cases()
+        elif name == "paper-table5":
+            cases += paper_table5_cases()
+        elif name in ("vtrain-single", "vtrain-multi"):
+            c, s = vtrain_cases(name.split("-")[1], data_dir)
+            cases += c
+            skipped += s
+        else:
+            raise InputError("--set", "set", name, f"must be one of {', '.join(SETS)}")
+    return cases, skipped
+
+
+def subset(cases: list[Case], n: int) -> list[Case]:
+    """n cases spread evenly over the list (deterministic: every k-th case)."""
+    if n >= len(cases):
+        return list(cases)
+    return [cases[i * len(cases) // n] for i in range(n)]

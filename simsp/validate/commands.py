@@ -1,0 +1,113 @@
+"""`simsp validate` on the command line: the readable tables, --json, and --out's per-case CSV
+and scatter page."""
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.validate.cases import SETS
+from simsp.validate.metrics import of_set, worst
+from simsp.validate.runner import Validation, run_validation
+from simsp.validate.scatter import scatter_html
+
+
+def _fmt_time(s: float) -> str:
+    return f"{s * 1e3:9.2f} ms" if s < 1 else f"{s:9.3f} s "
+
+
+def _worst_table(name: str, rs: list) -> list[str]:
+    """One set's five worst cases, a line each under a heading."""
+    top = worst(rs)
+    width = max(12, *(len(r.case.name) for r in top))
+    lines = ["", f"{name}: five worst cases",
+             f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s}  description"]
+    for r in top:
+        lines.append(f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
+                     f"{r.error:+7.1%}  {r.case.description}")
+    return lines
+
+
+def table(v: Validation) -> str:
+    """Readable per-set tables: the metrics, then the five worst cases."""
+    summary = v.summary()["sets"]
+    lines = [f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"]
+    for name in v.sets:
+        m = summary[name]
+        if m["n"]:
+            lines.append(f"{name:14s} {m['n']:5d} {m['skipped']:7d} {m['mape']:7.1%} {m['max_abs_error']:8.1%} {m['bias']:+7.1%}")
+        else:
+            lines.append(f"{name:14s} {0:5d} {m['skipped']:7d} {'-':>7s} {'-':>8s} {'-':>7s}")
+    for name in v.sets:
+        rs = of_set(v.results, name)
+        if rs:
+            lines += _worst_table(name, rs)
+    lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
+    return "\n".join(lines)
+
+
+CSV_FIELDS = ("set", "case", "quantity", "measured_s", "predicted_s", "error", "layers", "hidden", "heads",
+              "seq_len", "vocab", "global_batch", "micro_batch", "tp", "pp", "dp", "sequence_parallel",
+              "recompute", "schedule", "hardware", "description")
+
+
+def case_rows(v: Validation) -> list[dict]:
+    """One dict per case for the per-case CSV."""
+    rows = []
+    for r in v.results:
+        c, w = r.case, r.case.workload
+        m, t, p = w.model, w.training, w.parallel
+        rows.append({"set": c.set, "case": c.name, "quantity": c.quantity, "measured_s": f"{c.measured_s:.6g}",
+                     "predicted_s": f"{r.predicted_s:.6g}", "error": f"{r.error:.5f}", "layers": m.layers,
+                     "hidden": m.hidden, "heads": m.heads, "seq_len": m.seq_len, "vocab": m.vocab,
+                     "global_batch": t.global_batch, "micro_batch": t.micro_batch, "tp": p.tp, "pp": p.pp,
+                     "dp": p.dp, "sequence_parallel": p.sequence_parallel, "recompute": p.recompute,
+                     "schedule": p.schedule, "hardware": Path(c.hardware).stem, "description": c.description})
+    return rows
+
+
+def write_outputs(v: Validation, out_dir) -> list[Path]:
+    """cases.csv (one row a case) and scatter.html in out_dir."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        csv_path, html_path = out / "cases.csv", out / "scatter.html"
+        html = scatter_html(v)
+        with open(csv_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(case_rows(v))
+        html_path.write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise InputError(out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})") from None
+    return [csv_path, html_path]
+
+
+def json_summary(v: Validation) -> dict:
+    """The --json object: {"sets": {NAME: {n, mape, max_abs_error, bias, skipped, worst}}}."""
+    return v.summary()
+
+
+def cmd_validate(args) -> None:
+    """`simsp validate`: every set's errors, optionally the per-case CSV and the scatter page."""
+    sets = tuple(args.set) if args.set else SETS
+    v = run_validation(sets, workers=args.workers)
+    if args.out:
+        written = write_outputs(v, args.out)
+        if not args.json:
+            print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
+    print(json.dumps(json_summary(v), indent=2)) if args.json else print(table(v))
+
+
+def register(sub) -> argparse.ArgumentParser:
+    """Add the `validate` subcommand to the CLI's subparsers."""
+    help_ = "compare predictions with the paper's Tables 4/5 and vTrain's measured iterations"
+    p = sub.add_parser("validate", help=help_, description=help_)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")
+    p.add_argument("--set", nargs="+", choices=SETS, metavar="NAME", help=f"sets to run (default all: {', '.join(SETS)})")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
+    p.set_defaults(func=cmd_validate)
+    return p

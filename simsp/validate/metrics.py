@@ -1,0 +1,53 @@
+"""Validation metrics: signed relative errors, MAPE, max |error|, bias and the worst cases.
+
+Errors are fractions, predicted / measured - 1.
+"""
+
+from dataclasses import dataclass
+
+from simsp.validate.cases import SETS, Case, Skipped
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """A case with its prediction."""
+
+    case: Case
+    predicted_s: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error, predicted / measured - 1."""
+        return self.predicted_s / self.case.measured_s - 1
+
+
+def of_set(results, name: str) -> list[CaseResult]:
+    """The results of one set, in case order."""
+    return [r for r in results if r.case.set == name]
+
+
+def metrics(errors: list[float]) -> dict:
+    """n, MAPE, max |error| and bias of signed relative errors (fractions)."""
+    n = len(errors)
+    if n == 0:
+        return {"n": 0, "mape": None, "max_abs_error": None, "bias": None}
+    return {"n": n, "mape": sum(abs(e) for e in errors) / n, "max_abs_error": max(abs(e) for e in errors),
+            "bias": sum(errors) / n}
+
+
+def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
+    """The k cases with the largest |error| (ties in case order)."""
+    return sorted(results, key=lambda r: -abs(r.error))[:k]
+
+
+def summarize(results: list[CaseResult], skipped: list[Skipped], sets=SETS) -> dict:
+    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and worst."""
+    out = {}
+    for name in sets:
+        rs = of_set(results, name)
+        entry = metrics([r.error for r in rs])
+        entry["skipped"] = sum(1 for s in skipped if s.set == name)
+        entry["worst"] = [{"case": r.case.name, "description": r.case.description, "measured_s": r.case.measured_s,
+                           "predicted_s": r.predicted_s, "error": r.error} for r in worst(rs)]
+        out[name] = entry
+    return {"sets": out}

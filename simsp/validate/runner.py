@@ -1,0 +1,76 @@
+"""Running a validation: predict every case (over processes when there are many) and keep the
+results in case order, with the skipped rows and the wall time."""
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from simsp.validate.cases import SETS, Case, Skipped, build_cases, subset
+from simsp.validate.data import DATA_DIR
+from simsp.validate.metrics import CaseResult, summarize
+
+_HARDWARE: dict = {}
+
+
+def _hardware(path: str):
+    if path not in _HARDWARE:
+        from simsp.config import load_hardware
+        _HARDWARE[path] = load_hardware(path)
+    return _HARDWARE[path]
+
+
+def predict(case: Case) -> float:
+    """simsp's seconds for a case (cost models are cached per hardware file and process)."""
+    from simsp.cost import cost_model
+    hw = _hardware(case.hardware)
+    if case.quantity == "iteration":
+        from simsp.report import run
+        return run(case.workload, hw).iteration_time_s
+    from simsp.cost.layer_time import layer_time
+    from simsp.cost.stage_time import placement
+    from simsp.layer import build_layer
+    w = case.workload
+    lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost_model(hw), w.parallel,
+                    placement(w, hw.node.gpus).tp_ranks_per_node)
+    return lt.forward_s if case.quantity == "layer_forward" else lt.backward_s
+
+
+def predict_all(cases: list[Case], workers: int | None = None) -> list[float]:
+    """Predictions in case order; workers > 1 spreads them over processes."""
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if workers <= 1 or len(cases) < 64:
+        return [predict(c) for c in cases]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(predict, cases, chunksize=max(1, len(cases) // (32 * workers))))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A finished validation: every result, the skipped rows and the wall time."""
+
+    sets: tuple[str, ...]
+    results: tuple[CaseResult, ...]
+    skipped: tuple[Skipped, ...]
+    wall_s: float
+
+    def summary(self) -> dict:
+        return summarize(list(self.results), list(self.skipped), self.sets)
+
+
+def run_validation(sets=SETS, workers: int | None = None, data_dir=DATA_DIR,
+                   limit: dict | None = None) -> Validation:
+    """Build the cases of `sets`, predict them all and keep the results in case order.
+
+    limit maps a set name to a case count: an evenly spread deterministic subset (for tests)."""
+    t0 = time.perf_counter()
+    cases, skipped = build_cases(sets, data_dir)
+    if limit:
+        chosen = []
+        for name in sets:
+            mine = [c for c in cases if c.set == name]
+            chosen += subset(mine, limit[name]) if name in limit else mine
+        cases = chosen
+    predicted = predict_all(cases, workers)
+    results = tuple(CaseResult(c, p) for c, p in zip(cases, predicted))
+    return Validation(tuple(sets), results, tuple(skipped), time.perf_counter() - t0)
