@@ -64,10 +64,10 @@ def table5(workloads, hardware):
     return out
 
 
-# Known gap, measured and reported: the 22B present-work iteration comes out ~5.2% low because
-# the work outside the layers (optimizer, loss, framework) is ~70 ms in simsp against ~125 ms
-# implied by the paper's Tables 4 and 5; its MFU/HFU are therefore ~2.4 points high.
-KNOWN_GAPS = {("gpt-22b", "present")}
+# Known gap, measured and reported: the 22B present-work iteration comes out 4.0% low (within
+# the 5% bound) because the work outside the layers is ~82 ms in simsp against ~125 ms implied
+# by the paper's Tables 4 and 5; on a 1.1 s iteration that puts its MFU/HFU 1.9 points high.
+KNOWN_MFU_GAPS = {"gpt-22b"}
 
 
 def test_table5_iteration_times(table5):
@@ -80,15 +80,7 @@ def test_table5_iteration_times(table5):
     mae = sum(abs(e) for e in errors.values()) / len(errors)
     print(f"mean absolute error {mae:.2%}, max {max(map(abs, errors.values())):.2%} (Calculon: 3.65% mean, 8.9% max)")
     assert mae <= 0.03
-    assert max(abs(e) for e in errors.values()) < 0.089
-    for key, e in errors.items():
-        if key not in KNOWN_GAPS:
-            assert abs(e) <= 0.05, key
-
-
-@pytest.mark.xfail(strict=True, reason="22B present work is ~5.2% low (see KNOWN_GAPS)")
-def test_table5_22b_present_within_5_percent(table5):
-    assert abs(table5["gpt-22b"][1].iteration_time_s / TABLE5_S["gpt-22b"][1] - 1) <= 0.05
+    assert all(abs(e) <= 0.05 for e in errors.values()), errors
 
 
 def test_table5_mfu_hfu_of_present_work(table5):
@@ -96,8 +88,13 @@ def test_table5_mfu_hfu_of_present_work(table5):
     for name, (_, present) in table5.items():
         pm, ph = TABLE5_MFU_HFU[name]
         print(f"{name:12s} {pm:9.1%} {present.mfu():6.1%} {ph:9.1%} {present.hfu():6.1%}")
-        if (name, "present") not in KNOWN_GAPS:
+        if name not in KNOWN_MFU_GAPS:
             assert abs(present.mfu() - pm) <= 0.015 and abs(present.hfu() - ph) <= 0.015, name
+
+
+@pytest.mark.xfail(strict=True, reason="22B MFU/HFU 1.9 points high (see KNOWN_MFU_GAPS)")
+def test_table5_22b_mfu_within_1_5_points(table5):
+    assert abs(table5["gpt-22b"][1].mfu() - TABLE5_MFU_HFU["gpt-22b"][0]) <= 0.015
 
 
 def test_mfu_formula_reproduces_the_papers_mfu_from_the_papers_times(workloads, hardware):

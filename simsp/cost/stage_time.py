@@ -11,11 +11,13 @@ from simsp.memory import stage_params
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
 
-ADAM_BYTES_PER_PARAM = 42.0
-"""Megatron-LM's mixed-precision optimizer step, bytes per parameter: the global gradient norm
-reads the fp32 grad (4); FusedAdam reads grad, master, m, v (16) and writes master, m, v (12);
-the fp32 master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed
-for the next iteration (4)."""
+STEP_BYTES_PER_PARAM = 50.0
+"""Megatron-LM's work on each parameter after the backward, bytes: the DDP wrapper divides the
+fp32 gradient buffer by the DP size before its all-reduce, whatever that size
+(megatron/model/distributed.py `allreduce_gradients`: read 4, write 4); the global gradient
+norm reads the grad (4); FusedAdam reads grad, master, m, v (16) and writes master, m, v (12);
+the fp32 master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed for
+the next iteration (4)."""
 
 CROSS_ENTROPY_FWD_BYTES = 38.0
 """Megatron's vocab-parallel cross-entropy forward, bytes per logit: bf16 -> fp32 (2 + 4), max
@@ -116,8 +118,9 @@ def embedding_sync_s(w: Workload, cost: CostModel) -> float:
 
 
 def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
-    """The Adam step over the parameters one rank owns (its DP shard with the distributed optimizer)."""
+    """Gradient averaging and the Adam step over the parameters one rank owns (the step over its
+    DP shard with the distributed optimizer)."""
     params = stage_params(w.model, w.parallel, stage)
-    if w.parallel.distributed_optimizer:
-        params /= w.parallel.dp
-    return cost.compute.memory_bound(ADAM_BYTES_PER_PARAM * params).seconds
+    shard = params / w.parallel.dp if w.parallel.distributed_optimizer else params
+    average = 8.0 * params
+    return cost.compute.memory_bound(average + (STEP_BYTES_PER_PARAM - 8.0) * shard).seconds

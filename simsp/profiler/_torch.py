@@ -32,8 +32,18 @@ def device_name(torch, device: str) -> str:
     """'NVIDIA H100 80GB HBM3' for a CUDA device, else the CPU's name."""
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
-    cpu = platform.processor() or platform.machine() or "cpu"
-    return f"CPU {cpu} ({torch.get_num_threads()} threads)"
+    return f"CPU {_cpu_model()} ({torch.get_num_threads()} threads)"
+
+
+def _cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo where there is one, else the platform's."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
 
 
 def versions(torch) -> str:
