@@ -10,6 +10,7 @@ with that backward); the optimizer's global gradient norm makes every stage wait
 slowest before the step.
 """
 
+import gc
 from dataclasses import dataclass
 
 import simpy
@@ -107,7 +108,13 @@ def simulate(plan: Plan) -> Simulation:
     run = _Run(plan)
     for s in range(plan.p):
         run.env.process(run.stage(s))
-    run.env.run()
+    paused = gc.isenabled()
+    gc.disable()  # ~10^5 records: cyclic-GC passes would cost more than the simulation itself
+    try:
+        run.env.run()
+    finally:
+        if paused:
+            gc.enable()
     barrier = max(run.done)
     for s in range(plan.p):
         run.span(s, "compute", "optimizer", "optimizer step", barrier, plan.optimizer_s[s])
