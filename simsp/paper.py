@@ -26,3 +26,12 @@ TABLE5_S = {
 }
 TABLE5_MFU_HFU = {"gpt-22b": (0.415, 0.437), "gpt3-175b": (0.514, 0.528),
                   "mt-nlg-530b": (0.560, 0.570), "gpt-1t": (0.563, 0.570)}
+
+FIGURE7_PCT = {
+    # activation memory as % of the TP baseline, read off Figure 7 (reference/paper.md §7, ±0.2 pt):
+    # +SP, +selective, +SP +selective, full recompute
+    "gpt-22b": (66.8, 49.4, 16.1, 7.5),
+    "gpt3-175b": (61.9, 56.6, 18.4, 8.5),
+    "mt-nlg-530b": (58.3, 61.9, 20.2, 9.3),
+    "gpt-1t": (58.3, 61.9, 20.2, 9.3),
+}

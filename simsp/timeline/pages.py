@@ -3,6 +3,8 @@ and the paper reproduction report (tables and charts side by side)."""
 
 import html
 
+from simsp.paper import FIGURE7_PCT
+
 PAGE_CSS = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}"
             "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px 8px;"
             "text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}")
@@ -28,9 +30,15 @@ def _charts(tables: dict, headers: dict) -> dict:
     titles = list(headers)
     t2, t4, t5, f1 = (tables[t] for t in titles)
     figs = {}
-    fig7 = go.Figure([go.Bar(name=headers[titles[0]][i + 1], x=[r[0] for r in t2], y=[r[6 + i] for r in t2])
-                      for i in range(4)])
-    fig7.update_layout(title="Figure 7: activation memory, % of the TP baseline", yaxis_title="%", barmode="group")
+    head = headers[titles[0]]
+    fig7 = go.Figure([go.Bar(name=f"simsp: {head[6 + i][2:]}", x=[r[0] for r in t2], y=[r[6 + i] for r in t2],
+                             offsetgroup=str(i)) for i in range(4)])
+    for i in range(4):
+        fig7.add_trace(go.Scatter(name="paper (Figure 7)" if i == 0 else None, showlegend=i == 0, mode="markers",
+                                  x=[r[0] for r in t2], y=[FIGURE7_PCT[r[0]][i] for r in t2], offsetgroup=str(i),
+                                  marker={"symbol": "diamond", "color": "black", "size": 9}))
+    fig7.update_layout(title="Figure 7: activation memory, % of the TP baseline (bars simsp, diamonds paper)",
+                       yaxis_title="%", barmode="group", scattermode="group")
     figs[titles[0]] = fig7
     fig4 = go.Figure()
     for col, label in ((1, "paper forward"), (2, "simsp forward"), (4, "paper backward"), (5, "simsp backward")):
@@ -60,6 +68,7 @@ def reproduction_html(tables: dict, headers: dict) -> str:
     for i, (title, rows) in enumerate(tables.items()):
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(_table(headers[title], rows))
+        figs[title].update_layout(height=460, template="plotly_white")
         parts.append(figs[title].to_html(include_plotlyjs=(i == 0), full_html=False))
     parts.append("</body></html>")
     return "\n".join(parts)
