@@ -18,3 +18,17 @@ def hardware():
 @pytest.fixture(scope="session")
 def workloads():
     return {name: load_workload(ROOT / "workloads" / f"{name}.yaml") for name in PAPER_MODELS}
+
+
+@pytest.fixture(scope="session")
+def results(workloads, hardware):
+    """run() of a paper workload by name, each simulated once per test session."""
+    from simsp.report import run
+
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = run(workloads[name], hardware)
+        return cache[name]
+    return get

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from simsp.perfetto import chrome_trace_json
-from simsp.report import run
 from simsp.timeline import timeline_html
 from tests.browser.chromium import HEAD_SCRIPT, dump_dom, find_chromium, instrument, probe_page, read_probe, screenshot
 
@@ -28,17 +27,6 @@ def chromium():
         pytest.skip("no Chromium/Chrome binary found (looked for $CHROMIUM, chromium, chromium-browser, "
                     "google-chrome); install it with `apt-get install -y chromium` to run the browser checks")
     return path
-
-
-@pytest.fixture(scope="module")
-def results(workloads, hardware):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = run(workloads[name], hardware)
-        return cache[name]
-    return get
 
 
 @pytest.mark.parametrize("name", ["gpt-22b", "gpt3-175b", "gpt-1t"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simsp.cli import main as cli_main
 from simsp import sweep
 from simsp.workload import validate
 
@@ -101,7 +102,7 @@ def test_bad_spec_is_one_line_and_exit_2(tmp_path, capsys, change, words):
     data = yaml.safe_load(path.read_text())
     data.update(change)
     path.write_text(yaml.safe_dump(data))
-    assert sweep.main_sweep([str(path), "--no-progress"]) == 2
+    assert cli_main(["sweep", str(path), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and str(path) in err and all(w in err for w in words)
 
@@ -118,7 +119,7 @@ SMALL = {"tp": [8], "pp": [4, 8], "sp": [True], "recompute": ["selective", "full
 
 def test_csv_columns_and_values(tmp_path):
     out = tmp_path / "rows.csv"
-    assert sweep.main_sweep([str(write_spec(tmp_path, SMALL)), "--out", str(out), "--jobs", "1",
+    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--out", str(out), "--jobs", "1",
                              "--no-progress"]) == 0
     header = out.read_text().splitlines()[0].split(",")
     assert tuple(header) == sweep.COLUMNS and set(REQUIRED) <= set(header)
@@ -161,8 +162,8 @@ def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
     reference = sweep.run_sweep(sweep.load_spec(spec_path), jobs=1, progress=False).rows
     assert len(reference) == 12
     out = tmp_path / "killed.csv"
-    code = (f"import sys; from simsp.sweep import main_sweep; "
-            f"sys.exit(main_sweep([{str(spec_path)!r}, '--out', {str(out)!r}, '--jobs', '1', '--no-progress']))")
+    code = (f"import sys; from simsp.cli import main; "
+            f"sys.exit(main(['sweep', {str(spec_path)!r}, '--out', {str(out)!r}, '--jobs', '1', '--no-progress']))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -198,7 +199,7 @@ def test_rerun_of_a_finished_sweep_adds_nothing(tmp_path):
 def test_output_with_other_columns_is_refused(tmp_path, capsys):
     out = tmp_path / "rows.csv"
     out.write_text("a,b\n1,2\n")
-    assert sweep.main_sweep([str(write_spec(tmp_path, SMALL)), "--out", str(out), "--no-progress"]) == 2
+    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--out", str(out), "--no-progress"]) == 2
     assert "other columns" in capsys.readouterr().err
     assert out.read_text() == "a,b\n1,2\n"
 
@@ -227,7 +228,7 @@ def test_dask_executor_matches_local(tmp_path):
 
 
 def test_unknown_executor_is_an_input_error(tmp_path, capsys):
-    assert sweep.main_sweep([str(write_spec(tmp_path, SMALL)), "--executor", "spark://x", "--no-progress"]) == 2
+    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--executor", "spark://x", "--no-progress"]) == 2
     assert "local or dask://HOST:PORT" in capsys.readouterr().err
 
 
@@ -253,10 +254,10 @@ def test_screen_simulates_the_best_quarter_of_those_that_fit(tmp_path):
 
 def test_cli_prints_best_table_and_json(tmp_path, capsys):
     spec = str(write_spec(tmp_path, SMALL))
-    assert sweep.main_sweep([spec, "--top", "2", "--jobs", "1", "--no-progress"]) == 0
+    assert cli_main(["sweep", spec, "--top", "2", "--jobs", "1", "--no-progress"]) == 0
     out = capsys.readouterr()
     assert "best 2 that fit" in out.out and "configurations (" in out.err
-    assert sweep.main_sweep([spec, "--top", "1", "--jobs", "1", "--no-progress", "--json"]) == 0
+    assert cli_main(["sweep", spec, "--top", "1", "--jobs", "1", "--no-progress", "--json"]) == 0
     best = json.loads(capsys.readouterr().out)
     assert len(best) == 1 and best[0]["fits"] is True and set(REQUIRED) <= set(best[0])
 
@@ -294,12 +295,12 @@ def half_memory_hardware(tmp_path: Path) -> Path:
 def test_compare_one_row_per_hardware(tmp_path, capsys):
     workload = str(ROOT / "workloads" / "gpt3-175b.yaml")
     hw = [str(ROOT / "hardware" / "dgx-a100-80gb.yaml"), str(half_memory_hardware(tmp_path))]
-    assert sweep.main_compare([workload, "--hardware", *hw, "--json"]) == 0
+    assert cli_main(["compare", workload, "--hardware", *hw, "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
     assert [r["hardware"] for r in results] == ["dgx-a100-80gb", "dgx-a100-40gb"]
     assert [r["memory"]["fits"] for r in results] == [True, False]
     assert results[0]["iteration_time_s"] == results[1]["iteration_time_s"]
-    assert sweep.main_compare([workload, "--hardware", *hw, "--pp", "16", "--tp", "4"]) == 0
+    assert cli_main(["compare", workload, "--hardware", *hw, "--pp", "16", "--tp", "4"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4 and "tp=4 pp=16" in lines[0] and lines[2].startswith("dgx-a100-80gb")
 
@@ -307,7 +308,7 @@ def test_compare_one_row_per_hardware(tmp_path, capsys):
 def test_compare_bad_hardware_is_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [")
-    assert sweep.main_compare([str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(bad)]) == 2
+    assert cli_main(["compare", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(bad)]) == 2
     assert "not valid YAML" in capsys.readouterr().err
 
 
@@ -339,7 +340,7 @@ def test_pareto_figure_is_a_valid_plotly_figure(tmp_path):
 
 def test_pareto_option_writes_a_page(tmp_path):
     page = tmp_path / "pareto.html"
-    assert sweep.main_sweep([str(write_spec(tmp_path, SMALL)), "--screen", "--pareto", str(page),
+    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--screen", "--pareto", str(page),
                              "--no-progress"]) == 0
     text = page.read_text()
     assert "<html" in text.lower() and "Pareto" in text and "iteration time" in text

@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from simsp.cli import main
-from simsp.report import run
 from simsp.timeline import (BAR_BUDGET, KIND_STYLE, choose_view, expand, expand_span, expanded_count, figure,
                             idle_spans, memory_lines, merge_runs, timeline_html)
 from simsp.trace import Span
@@ -16,17 +15,6 @@ from simsp.units import GIB
 from tests.conftest import ROOT
 
 MB = 1e6
-
-
-@pytest.fixture(scope="module")
-def results(workloads, hardware):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = run(workloads[name], hardware)
-        return cache[name]
-    return get
 
 
 @pytest.fixture(scope="module")

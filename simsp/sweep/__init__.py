@@ -34,10 +34,10 @@ Modules:
 * `runner` - `run_sweep`: the above, end to end;
 * `pareto` - the Pareto front and the time-vs-memory figure spec;
 * `compare` - `simsp compare`;
-* `commands` - argparse registration (`register`), `cmd_sweep`, the best-K table, `main_*`.
+* `commands` - argparse registration (`register`), `cmd_sweep`, the best-K table.
 """
 
-from .commands import best, cmd_sweep, main, main_compare, main_sweep, parser, register, summary, table
+from .commands import best, cmd_sweep, register, summary, table
 from .compare import cmd_compare, compare_table
 from .execute import dask_address, evaluate_analytic, evaluate_event, event_result, executor_rows, screen
 from .pareto import RECOMPUTE_COLOURS, figure_page, pareto_figure, pareto_front
@@ -53,6 +53,6 @@ __all__ = [
     "Output", "Progress", "RECOMPUTE_COLOURS", "RESULT_COLUMNS", "SPEC_KEYS", "SweepSpec", "best", "cmd_compare",
     "cmd_sweep", "compare_table", "config_key", "dask_address", "describe_row", "enumerate_configs",
     "evaluate_analytic", "evaluate_event", "event_result", "executor_rows", "figure_page", "fmt", "load_spec",
-    "main", "main_compare", "main_sweep", "pareto_figure", "pareto_front", "parser", "read_csv_rows", "register",
+    "pareto_figure", "pareto_front", "read_csv_rows", "register",
     "resolve", "run_sweep", "screen", "summary", "table",
 ]

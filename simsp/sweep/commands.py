@@ -95,38 +95,3 @@ def register(sub) -> None:
     cli._add_workload_args(c)
     c.add_argument("--hardware", nargs="+", metavar="HW.yaml", help="hardware YAMLs (default the DGX A100 80GB)")
     c.set_defaults(func=cmd_compare)
-
-
-def parser() -> argparse.ArgumentParser:
-    """A parser with just `sweep` and `compare` (until cli.parser() calls register)."""
-    from simsp.cli import _Parser
-
-    top = _Parser(prog="simsp")
-    register(top.add_subparsers(dest="command", required=True, parser_class=_Parser))
-    return top
-
-
-def main(argv=None) -> int:
-    """`sweep` / `compare` with the CLI's error handling: bad input is one line and exit 2."""
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    try:
-        args.func(args)
-    except InputError as e:
-        print(f"simsp: error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        sys.stderr.close()
-    return 0
-
-
-def main_sweep(argv=None) -> int:
-    """`simsp sweep ARGS` without the CLI's other commands."""
-    return main(["sweep", *(argv or [])])
-
-
-def main_compare(argv=None) -> int:
-    """`simsp compare ARGS` without the CLI's other commands."""
-    return main(["compare", *(argv or [])])
