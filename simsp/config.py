@@ -167,6 +167,11 @@ def default_hardware_path() -> Path:
     return local if local.exists() else REPO_ROOT / DEFAULT_HARDWARE
 
 
-def write_yaml(data: dict, path) -> None:
-    """Write a mapping as YAML (the one place YAML is produced, e.g. by `simsp calibrate`)."""
-    Path(path).write_text(yaml.safe_dump(data, sort_keys=False))
+def yaml_text(data: dict) -> str:
+    """A mapping as block-style YAML text, keys in their order (the one place YAML is produced)."""
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def yaml_flow(value) -> str:
+    """One value as single-line flow-style YAML, e.g. `[a.log, b.log]` or `calibration/x.csv`."""
+    return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).strip().removesuffix("\n...").strip()

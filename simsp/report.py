@@ -2,11 +2,12 @@
 
 from dataclasses import dataclass
 
-from simsp.engine import Simulation
+from simsp.cost import cost_model
+from simsp.engine import Simulation, simulate
 from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
-from simsp.memory import MemoryReport
-from simsp.plan import Plan
+from simsp.memory import MemoryReport, memory_report
+from simsp.plan import Plan, build_plan
 from simsp.units import GIB
 from simsp.workload import Workload
 
@@ -108,11 +109,6 @@ def gemm_sources(lt) -> dict:
 
 def run(w: Workload, hw: HardwareSpec) -> Result:
     """Plan, simulate and report one iteration."""
-    from simsp.cost import cost_model
-    from simsp.engine import simulate
-    from simsp.memory import memory_report
-    from simsp.plan import build_plan
-
     plan = build_plan(w, cost_model(hw))
     return Result(w, hw, plan, simulate(plan), memory_report(w, hw))
 

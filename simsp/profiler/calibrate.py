@@ -6,23 +6,20 @@ other calibration paths onto it, keeps every other key (and, where the base file
 allows, its comments), and checks the result by loading it and reading every table it names.
 `compare` shows how the change moves one workload's prediction.
 
-Only `simsp.config` imports pyyaml (DESIGN.md's import rule): the few lines written here come
-from a small emitter of plain and flow-style YAML, and the file is read back through
-`config.read_yaml` and compared with what was meant before it is kept.
+Only `simsp.config` imports pyyaml (DESIGN.md's import rule): the lines written here come from
+its `yaml_flow` / `yaml_text`, and the file is read back through `config.read_yaml` and compared
+with what was meant before it is kept.
 """
 
 import dataclasses
-import json
-import math
 import os
-import re
 import shutil
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 from simsp.calibration import read_gemm_table, read_nccl_log
-from simsp.config import load_hardware, read_yaml
+from simsp.config import load_hardware, read_yaml, yaml_flow, yaml_text
 from simsp.cost import CostModel
 from simsp.errors import InputError
 from simsp.hardware import CalibrationSpec
@@ -161,8 +158,7 @@ def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
         out.write_text(header + edited)
         if _reads_back(out, data):
             return
-    out.write_text(header + f"# (layout of {base.name} not kept: its comments are lost)\n"
-                   + "\n".join(_emit(data)) + "\n")
+    out.write_text(header + f"# (layout of {base.name} not kept: its comments are lost)\n" + yaml_text(data))
     if not _reads_back(out, data):
         out.unlink()
         raise InputError(base, "file", str(base), "cannot be rewritten faithfully; edit the calibration section by hand")
@@ -173,50 +169,6 @@ def _reads_back(out: Path, data: dict) -> bool:
         return read_yaml(out) == data
     except InputError:
         return False
-
-
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ""}
-_PLAIN = re.compile(r"[A-Za-z_/.][\w./*+-]*")
-_NUMBERISH = re.compile(r"[-+]?(\.?\d[\d_.]*([eE][-+]?\d+)?|\.inf|\.nan)", re.I)
-
-
-def _scalar(v) -> str:
-    """One YAML scalar: plain where unambiguous, else a JSON (= YAML double-quoted) string."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return ".nan" if math.isnan(v) else (".inf" if v > 0 else "-.inf")
-        text = repr(v)
-        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text  # YAML 1.1 floats need a dot
-    text = str(v)
-    plain = _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS and not _NUMBERISH.fullmatch(text)
-    return text if plain else json.dumps(text)
-
-
-def _flow(v) -> str:
-    """A value in flow style: {a: 1, b: 2}, [x, y], or a scalar."""
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_scalar(k)}: {_flow(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_flow(x) for x in v) + "]"
-    return _scalar(v)
-
-
-def _emit(data: dict) -> list[str]:
-    """A hardware file's mapping: top-level sections in block style, their values in flow style."""
-    lines = []
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            lines.append(f"{_scalar(key)}:")
-            lines += [f"  {_scalar(k)}: {_flow(v)}" for k, v in value.items()]
-        else:
-            lines.append(f"{_scalar(key)}: {_flow(value)}")
-    return lines
 
 
 def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
@@ -276,7 +228,7 @@ def _extent(lines, i: int, hi: int, indent: str) -> int:
 
 def _dump_key(indent: str, key: str, value) -> str:
     """One `key: value` line in flow style."""
-    return f"{indent}{_scalar(key)}: {_flow(value)}"
+    return f"{indent}{key}: {yaml_flow(value)}"
 
 
 def _validate(out: Path) -> None:
