@@ -58,11 +58,11 @@ def pareto_figure(rows: list[dict], title: str = "sweep") -> dict:
     capacities = sorted({int(r["capacity_bytes"]) for r in rows})
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c / GIB, "x1": c / GIB, "y0": 0, "y1": 1,
                "line": {"color": "#D62728", "dash": "dash", "width": 1.5}} for c in capacities]
-    notes = [{"xref": "x", "yref": "paper", "x": c / GIB, "y": 1, "yanchor": "bottom", "showarrow": False,
+    notes = [{"xref": "x", "yref": "paper", "x": math.log10(c / GIB),  # annotations on a log axis take log10 "y": 1, "yanchor": "bottom", "showarrow": False,
               "text": f"HBM {c / GIB:.0f} GiB", "font": {"color": "#D62728"}} for c in capacities]
     return {"data": data, "layout": {
         "title": {"text": title}, "template": "plotly_white", "hovermode": "closest",
-        "xaxis": {"title": {"text": "peak HBM per GPU (GiB)"}, "rangemode": "tozero"},
+        "xaxis": {"title": {"text": "peak HBM per GPU (GiB, log scale)"}, "type": "log"},
         "yaxis": {"title": {"text": "iteration time (s)"}, "type": "log"},
         "legend": {"title": {"text": "recompute, SP"}}, "shapes": shapes, "annotations": notes}}
 
