@@ -36,7 +36,8 @@ from simsp.cost import stage_time as st
 from simsp.cost.layer_time import layer_time
 from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
-from simsp.memory import MemoryReport, StageMemory, stage_params, weight_bytes_per_param
+from simsp.memory import (MemoryReport, StageMemory, activation_per_layer_bytes, end_stage_bytes, stage_output_bytes,
+                          stage_params, weight_bytes_per_param)
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.plan import ChunkCost
@@ -154,13 +155,10 @@ def _layer(model, tp, sp, recompute, micro_batch, hw, tp_rpn):
 @lru_cache(maxsize=_CACHE_SIZE)
 def layer_bytes(model, tp, sp, recompute, micro_batch):
     """(activations per layer, stage output, embedding extras, output-layer extras) bytes, one GPU."""
-    from simsp.memory import activation_per_layer_bytes, stage_output_bytes
-
     par = ParallelSpec(tp=tp, sequence_parallel=sp, recompute=recompute)
     per_layer = activation_per_layer_bytes(model, par, micro_batch)
     out = stage_output_bytes(model, par, micro_batch)
-    emb = sum(L.stored_bytes(s, par) for s in L.embedding_saves(model, micro_batch))
-    last = sum(L.stored_bytes(s, par) for s in L.output_saves(model, micro_batch))
+    emb, last = end_stage_bytes(model, par, micro_batch)
     return per_layer, out, emb, last
 
 

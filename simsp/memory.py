@@ -75,8 +75,10 @@ def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_b
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
 
 
-def _sum_stored(saves, parallel) -> float:
-    return sum(L.stored_bytes(s, parallel) for s in saves)
+def end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
+    """(first stage's embedding, last stage's output layer) activation bytes per microbatch (§4.3)."""
+    return tuple(sum(L.stored_bytes(s, parallel) for s in saves)
+                 for saves in (L.embedding_saves(model, micro_batch), L.output_saves(model, micro_batch)))
 
 
 def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
@@ -141,8 +143,9 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     chunk = w.layers_per_chunk * activation_per_layer_bytes(model, par, b)
     if not par.deallocate_pipeline_outputs and stage < p - 1:
         chunk += stage_output_bytes(model, par, b)
-    first = _sum_stored(L.embedding_saves(model, b), par) if stage == 0 else 0.0
-    last = _sum_stored(L.output_saves(model, b), par) if stage == p - 1 else 0.0
+    emb, out = end_stage_bytes(model, par, b)
+    first = emb if stage == 0 else 0.0
+    last = out if stage == p - 1 else 0.0
     if v > 1 and (first or last):
         return _stage_activation_walk(w, stage, chunk, first, last)
     count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)

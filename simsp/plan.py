@@ -11,8 +11,9 @@ from simsp import schedule
 from simsp.cost import CostModel
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
-from simsp.layer import build_layer, embedding_saves, output_saves, stored_bytes
-from simsp.memory import activation_per_layer_bytes, stage_output_bytes, stage_params, weight_bytes_per_param
+from simsp.layer import build_layer
+from simsp.memory import (activation_per_layer_bytes, end_stage_bytes, stage_output_bytes, stage_params,
+                          weight_bytes_per_param)
 from simsp.workload import Workload
 
 
@@ -75,8 +76,7 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
     lt = layer_time(build_layer(w.model, par, b), cost, par, place.tp_ranks_per_node)
     emb_f, emb_b = st.embedding_s(w, cost, place)
     out_f, out_b = st.output_s(w, cost, place)
-    emb_bytes = sum(stored_bytes(s, par) for s in embedding_saves(w.model, b))
-    out_bytes = sum(stored_bytes(s, par) for s in output_saves(w.model, b))
+    emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
     last = p * v - 1
     chunks = tuple(
         _chunk(w, cost, lt, vs,
