@@ -158,6 +158,7 @@ def load_hardware(path=None) -> HardwareSpec:
         network=_section(data, path, "network", NetworkSpec),
         memory_bound=_section(data, path, "memory_bound", MemoryBoundSpec),
         calibration=cal,
+        source=str(path),
     )
 
 

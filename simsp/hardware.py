@@ -87,6 +87,8 @@ class HardwareSpec:
     network: NetworkSpec
     memory_bound: MemoryBoundSpec
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+    source: str = ""
+    """The YAML file it was read from (for messages)."""
 
     @property
     def hbm_bytes(self) -> int:

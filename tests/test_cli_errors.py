@@ -121,3 +121,17 @@ def test_unknown_flag_is_one_line_exit_2():
     proc = subprocess.run([sys.executable, "-m", "simsp.cli", "memory", "workloads/gpt-22b.yaml", "--tpp", "2"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_needing_a_table_the_hardware_lacks(tmp_path, capsys):
+    """Pipeline stages on different nodes need an InfiniBand log: one line naming file and key."""
+    lines = (ROOT / "hardware" / "dgx-a100-80gb.yaml").read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("  infiniband:"))
+    text = "\n".join(lines[:i] + lines[i + 2:]).replace("calibration/", str(ROOT / "hardware" / "calibration") + "/")
+    hw = tmp_path / "no-ib.yaml"
+    hw.write_text(text)
+    assert main(["memory", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(hw)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(hw)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no-ib.yaml" in err and "calibration.infiniband" in err

@@ -17,6 +17,7 @@ all-reduce of S/g over k nodes on each of g NICs, NVLink all-gather over g.
 import math
 
 from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
+from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 
 AR, AG, RS, P2P = "all_reduce", "all_gather", "reduce_scatter", "send_recv"
@@ -46,6 +47,10 @@ class NetworkModel:
         self.nvlink = _index(hw.calibration.nvlink)
         self.ib = _index(hw.calibration.infiniband)
 
+    def _missing(self, key: str, what: str) -> InputError:
+        """The error for a run that needs a table the hardware file does not list."""
+        return InputError(self.hw.source or self.hw.name, key, None, f"this run needs {what}; add it to the list")
+
     # ------------------------------------------------------------- inside a node
     def intra_s(self, op: str, nbytes: float, ranks: int) -> float:
         """A collective among `ranks` GPUs of one node."""
@@ -58,13 +63,14 @@ class NetworkModel:
             return self._measured(self.nvlink, op, nbytes, ranks)
         if op in (AG, RS):
             return self._measured(self.nvlink, AR, nbytes / 2, ranks)
-        raise KeyError(f"no NVLink table for {op} in {self.hw.name}")
+        raise self._missing("calibration.nvlink", f"an NVLink log for {op} or all_reduce")
 
     def _measured(self, tables, op: str, nbytes: float, ranks: int) -> float:
         """Time from the measured table at `ranks`, or the nearest size rescaled at equal busbw."""
         sizes = [n for (o, n) in tables if o == op]
         if not sizes:
-            raise KeyError(f"no table for {op} in {self.hw.name}")
+            key = "calibration.nvlink" if tables is self.nvlink else "calibration.infiniband"
+            raise self._missing(key, f"a log for {op}")
         n = ranks if ranks in sizes else _nearest(ranks, sizes)
         t = tables[(op, n)].time_s(nbytes)
         return t if n == ranks else t * BUSBW_FACTORS[op](ranks) / BUSBW_FACTORS[op](n)
@@ -74,7 +80,7 @@ class NetworkModel:
         """Per-NIC ring bus bandwidth for a per-NIC message, from the full-node multi-node logs."""
         sizes = [n for (o, n) in self.ib if o == AR]
         if not sizes:
-            raise KeyError(f"no InfiniBand all-reduce table in {self.hw.name}")
+            raise self._missing("calibration.infiniband", "an all_reduce log measured across nodes")
         n = _nearest(nodes * self.gpus_per_node, sizes)
         total = nbytes_per_nic * self.gpus_per_node
         t = self.ib[(AR, n)].time_s(total)

@@ -235,7 +235,7 @@ def _validate(out: Path) -> None:
     """Load the new file and read every table it names; remove it when it does not load."""
     try:
         CostModel(load_hardware(out))
-    except (InputError, KeyError, ValueError) as e:
+    except (InputError, ValueError) as e:
         out.unlink(missing_ok=True)
         raise InputError(out, "calibration", None, f"the written file does not load ({e}); removed") from None
 
