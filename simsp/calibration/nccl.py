@@ -48,11 +48,10 @@ _TEST_OP = re.compile(r"^#\s*(?:Collective test starting:|Testing)\s+(\w+)")
 class CollectiveTable:
     """Measured time of one collective vs message size, one group size and link.
 
-    `time_s` interpolates over the lower monotone envelope of the measurements: the time at a
-    measured size is min(measured time there, measured times at every larger size). A smaller
-    message could always be padded to a larger measured one, so a bigger message never makes a
-    collective faster; where the measurements already rise with size (almost everywhere) the
-    envelope is the measurement itself.
+    `time_s` gives back each measurement at its size and interpolates linearly in
+    log(size)-log(time) between neighbouring sizes, so it is monotone between them and never
+    invents a point the log does not hold (where a log itself dips, e.g. latency-floor jitter,
+    the lookup follows it).
     """
 
     op: str
@@ -66,15 +65,12 @@ class CollectiveTable:
     source: str = ""
     """File the table came from (for messages)."""
     _log_sizes: tuple[float, ...] = field(init=False, repr=False, compare=False)
-    _env_s: tuple[float, ...] = field(init=False, repr=False, compare=False)
-    _log_env: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    _log_times: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         _check_table(self)
-        env = _lower_envelope(self.times_s)
-        object.__setattr__(self, "_log_sizes", tuple(math.log(s) for s in self.sizes_bytes))
-        object.__setattr__(self, "_env_s", env)
-        object.__setattr__(self, "_log_env", tuple(math.log(t) for t in env))
+        object.__setattr__(self, "_log_sizes", tuple(math.log(x) for x in self.sizes_bytes))
+        object.__setattr__(self, "_log_times", tuple(math.log(t) for t in self.times_s))
 
     def busbw_gbps(self) -> tuple[float, ...]:
         """nccl-tests bus bandwidth (GB/s = 1e9 B/s) of every measured point."""
@@ -87,20 +83,19 @@ class CollectiveTable:
         Piecewise linear in log(size)-log(time) between measured sizes; below the smallest size
         the smallest size's time (latency floor); above the largest, that size's bus bandwidth.
         """
-        sizes, env = self.sizes_bytes, self._env_s
+        sizes, times = self.sizes_bytes, self.times_s
         if size_bytes <= 0:
             return 0.0
         if size_bytes <= sizes[0]:
-            return env[0]
+            return times[0]
         if size_bytes >= sizes[-1]:
-            return env[-1] * (size_bytes / sizes[-1])
+            return times[-1] * (size_bytes / sizes[-1])
         i = bisect_right(sizes, size_bytes)
         if sizes[i - 1] == size_bytes:
-            return env[i - 1]
+            return times[i - 1]
         x0, x1 = self._log_sizes[i - 1], self._log_sizes[i]
-        y0, y1 = self._log_env[i - 1], self._log_env[i]
-        t = math.exp(y0 + (math.log(size_bytes) - x0) / (x1 - x0) * (y1 - y0))
-        return min(max(t, env[i - 1]), env[i])
+        y0, y1 = self._log_times[i - 1], self._log_times[i]
+        return math.exp(y0 + (math.log(size_bytes) - x0) / (x1 - x0) * (y1 - y0))
 
 
 def _check_table(table: CollectiveTable) -> None:
@@ -117,15 +112,6 @@ def _check_table(table: CollectiveTable) -> None:
         raise InputError(src, "sizes_bytes", table.sizes_bytes[:4], "must be positive, ascending, unique")
     if not all(t > 0 and math.isfinite(t) for t in table.times_s):
         raise InputError(src, "times_s", min(table.times_s), "times must be positive and finite")
-
-
-def _lower_envelope(times_s: tuple[float, ...]) -> tuple[float, ...]:
-    """Suffix minimum: the largest non-decreasing sequence lying on or below `times_s`."""
-    out, low = [], math.inf
-    for t in reversed(times_s):
-        low = min(low, t)
-        out.append(low)
-    return tuple(reversed(out))
 
 
 def merge_tables(primary: CollectiveTable, secondary: CollectiveTable) -> CollectiveTable:
