@@ -7,11 +7,12 @@ by an all-gather over the same ring (Patarasuk & Yuan 2009; nccl-tests PERFORMAN
 factors 2(n-1)/n = 2 x (n-1)/n). A send/recv of S costs a 2-rank all-reduce of S (each rank moves
 S bytes in both). Other group sizes rescale the nearest measured one at equal bus bandwidth.
 
-Across nodes (InfiniBand): the measured multi-node all-reduce with every GPU of each node in the
-group gives the bus bandwidth; a ring over k nodes crosses each node boundary once per NIC, so
-busbw = NICs x per-NIC rate, and a group with g GPUs a node runs g rings on g NICs. Groups that
-span nodes with g < GPUs-a-node are hierarchical: NVLink reduce-scatter over g, InfiniBand
-all-reduce of S/g over k nodes on each of g NICs, NVLink all-gather over g.
+Across nodes (InfiniBand): a group holding whole nodes reads the measured multi-node
+all-reduce directly (nearest group size, rescaled at equal busbw; RS/AG as half an all-reduce).
+That table also gives the per-NIC rate: a ring over k nodes crosses each node boundary once per
+NIC, so busbw = NICs x per-NIC rate. Groups with g < GPUs-a-node on each of k nodes are
+hierarchical: NVLink reduce-scatter over g, InfiniBand all-reduce of S/g over k nodes on each of
+g NICs, NVLink all-gather over g; a pipeline send across nodes uses one NIC.
 """
 
 import math
@@ -93,13 +94,16 @@ class NetworkModel:
         return factor * per_ring / (self.nic_busbw_gbps(per_ring, nodes) * 1e9)
 
     def collective_s(self, op: str, nbytes: float, ranks: int, ranks_per_node: int) -> float:
-        """Any group: NVLink inside a node; hierarchical where it spans nodes."""
+        """Any group: NVLink inside a node; across nodes the measured multi-node table where the
+        group holds whole nodes, else hierarchical."""
         if ranks <= 1 or nbytes <= 0:
             return 0.0
         g = min(ranks_per_node, ranks)
         nodes = ranks // g
         if nodes == 1:
             return self.intra_s(op, nbytes, ranks)
+        if g == self.gpus_per_node and op in (AR, AG, RS):
+            return self._measured(self.ib, AR, nbytes if op == AR else nbytes / 2, ranks)
         inter = self.inter_ring_s(op, nbytes / g if op == AR else nbytes, nodes, 1 if op == AR else g)
         if op != AR:
             return inter + self.intra_s(op, nbytes, g)
