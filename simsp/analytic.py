@@ -40,7 +40,7 @@ from simsp.memory import (MemoryReport, StageMemory, activation_per_layer_bytes,
                           stage_params, weight_bytes_per_param)
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.plan import ChunkCost
+from simsp.plan import ChunkCost, gradient_buckets, gradients_done_s
 from simsp.schedule import interleaved_action, warmup_1f1b, warmup_interleaved
 from simsp.workload import TrainingSpec, Workload
 
@@ -59,6 +59,7 @@ class Costs:
     p2p_s: float
     dp_s: tuple[float, ...]
     overlap_dp: bool
+    dp_buckets: tuple[int, ...]
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
 
@@ -122,7 +123,8 @@ def stage_done_s(c) -> tuple[float, ...]:
     for s, (end, last_b_start) in enumerate(stage_finish_s(c)):
         dp = c.dp_s[s]
         if dp > 0:
-            end = max(end, (last_b_start if c.overlap_dp else end) + dp)
+            b_end = last_b_start + c.chunks[s].backward_s
+            end = gradients_done_s(end, last_b_start, b_end, dp, c.dp_buckets[s], c.overlap_dp)
         if c.embedding_sync_s > 0 and s in (0, c.p - 1):
             end += c.embedding_sync_s
         done.append(end)
@@ -234,6 +236,7 @@ def costs(w: Workload, hw: HardwareSpec) -> Costs:
     opt = [_optimizer_s(hw, model, par.tp, p, par.dp, par.distributed_optimizer, s) for s in kinds]
     return Costs(p=p, v=v, m=w.microbatches, chunks=chunks, p2p_s=p2p if p > 1 else 0.0,
                  dp_s=_by_stage(p, *dp), overlap_dp=par.overlap_dp_comm,
+                 dp_buckets=_by_stage(p, *(gradient_buckets(n, par.dp_bucket_mb) for n in params)),
                  embedding_sync_s=_embedding_sync_s(hw, model, par.tp, p > 1) if model.tied_embeddings else 0.0,
                  optimizer_s=_by_stage(p, *opt))
 

@@ -31,13 +31,15 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", choices=("gpipe", "1f1b", "interleaved"))
     p.add_argument("--virtual-stages", type=int)
     p.add_argument("--distributed-optimizer", action="store_true", default=None)
+    p.add_argument("--overlap-dp-comm", action="store_true", default=None,
+                   help="all-reduce DP gradients bucket by bucket during the last backward")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def overrides(args) -> dict:
     """CLI flags as workload overrides; `--schedule X` without `--virtual-stages` resets chunks to 1."""
     parallel = {k: getattr(args, k) for k in ("tp", "pp", "dp", "sequence_parallel", "recompute",
-                                                  "schedule", "virtual_stages", "distributed_optimizer")}
+                                                  "schedule", "virtual_stages", "distributed_optimizer", "overlap_dp_comm")}
     if args.schedule and args.schedule != "interleaved" and args.virtual_stages is None:
         parallel["virtual_stages"] = 1
     training = {"micro_batch": args.micro_batch, "global_batch": args.global_batch}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from simsp.plan import Plan
+from simsp.plan import Plan, gradients_done_s
 from simsp.trace import MemorySample, Span
 
 
@@ -57,7 +57,7 @@ class _Run:
         held = plan.weights_bytes[s]
         self.memory.append(MemorySample(s, 0.0, held))
         last_vs = plan.p * plan.v - 1
-        last_b_start = 0.0
+        last_b = (0.0, 0.0)
         for a in plan.actions[s]:
             vs = a.chunk * plan.p + s
             cost = plan.chunks[vs]
@@ -69,8 +69,6 @@ class _Run:
             if forward:
                 held += cost.activation_bytes
                 self.memory.append(MemorySample(s, start, held))
-            else:
-                last_b_start = start
             dur = cost.forward_s if forward else cost.backward_s
             yield env.timeout(dur)
             self.span(s, "compute", "forward" if forward else "backward",
@@ -78,6 +76,7 @@ class _Run:
             if not forward:
                 held -= cost.activation_bytes
                 self.memory.append(MemorySample(s, env.now, held))
+                last_b = (start, env.now)
             target = vs + 1 if forward else vs - 1
             if 0 <= target <= last_vs and plan.p2p_s > 0:
                 t0 = env.now
@@ -85,16 +84,15 @@ class _Run:
                 self.span(s, "pp_comm", "pp_send", f"send {'act' if forward else 'grad'} mb{a.microbatch} c{a.chunk}",
                           t0, plan.p2p_s, a.microbatch, a.chunk)
             self.event((a.kind, vs, a.microbatch)).succeed()
-        yield from self.gradients(s, last_b_start)
+        yield from self.gradients(s, *last_b)
 
-    def gradients(self, s: int, last_b_start: float):
-        """DP all-reduce (after, or alongside, the last backward) and the tied-embedding sync."""
+    def gradients(self, s: int, backward_start: float, backward_end: float):
+        """DP all-reduce (after, or bucket by bucket alongside, the last backward), tied-embedding sync."""
         plan, env = self.plan, self.env
         dp = plan.dp_s[s]
         if dp > 0:
-            start = last_b_start if plan.overlap_dp else env.now
-            end = max(env.now, start + dp)
-            self.span(s, "dp_comm", "dp_allreduce", "DP gradient all-reduce", start, dp)
+            end = gradients_done_s(env.now, backward_start, backward_end, dp, plan.dp_buckets[s], plan.overlap_dp)
+            self.span(s, "dp_comm", "dp_allreduce", "DP gradient all-reduce", end - dp, dp)
             yield env.timeout(end - env.now)
         if plan.embedding_sync_s > 0 and s in (0, plan.p - 1):
             t0 = env.now

@@ -5,6 +5,7 @@ layer of a model is alike, so one layer is costed once and a chunk's cost is tha
 layers, plus the embedding on the first virtual stage and the output layer on the last.
 """
 
+import math
 from dataclasses import dataclass
 
 from simsp import schedule
@@ -14,6 +15,7 @@ from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
 from simsp.memory import (activation_per_layer_bytes, end_stage_bytes, stage_output_bytes, stage_params,
                           weight_bytes_per_param)
+from simsp.units import BYTES_FP32
 from simsp.workload import Workload
 
 
@@ -46,6 +48,8 @@ class Plan:
     p2p_s: float
     dp_s: tuple[float, ...]
     overlap_dp: bool
+    dp_buckets: tuple[int, ...]
+    """Gradient buckets per stage (the overlapped all-reduce sends them one by one)."""
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
     weights_bytes: tuple[float, ...]
@@ -66,6 +70,26 @@ def _chunk(w: Workload, cost: CostModel, lt: LayerTime, vs: int, extra_fwd: floa
         recompute_s=n * lt.seconds("recompute"),
         activation_bytes=n * per_layer + extra_bytes + out,
     )
+
+
+def gradient_buckets(params: float, bucket_mb: float) -> int:
+    """fp32 gradient buckets of bucket_mb MB holding a stage's parameters."""
+    return max(1, math.ceil(BYTES_FP32 * params / (bucket_mb * 1e6)))
+
+
+def gradients_done_s(now: float, backward_start: float, backward_end: float, comm_s: float, buckets: int,
+                     overlap: bool) -> float:
+    """When a stage's DP gradient all-reduce has finished.
+
+    Not overlapped: it starts once the stage is otherwise done (now). Overlapped: the last
+    backward makes its buckets ready evenly over its span and each is all-reduced, one at a
+    time, as soon as it is ready, so the last ends at max(backward_end + c, backward_start + d +
+    comm_s) with c = comm_s / buckets and d = (backward_end - backward_start) / buckets.
+    """
+    if not overlap:
+        return now + comm_s
+    c, d = comm_s / buckets, (backward_end - backward_start) / buckets
+    return max(now, backward_end + c, backward_start + d + comm_s)
 
 
 def build_plan(w: Workload, cost: CostModel) -> Plan:
@@ -93,6 +117,7 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
         p2p_s=st.p2p_s(w, cost, place) if p > 1 else 0.0,
         dp_s=tuple(st.dp_allreduce_s(w, cost, place, n) for n in params),
         overlap_dp=par.overlap_dp_comm,
+        dp_buckets=tuple(gradient_buckets(n, par.dp_bucket_mb) for n in params),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=tuple(st.optimizer_s(w, cost, s) for s in range(p)),
         weights_bytes=tuple(n * weight_bytes_per_param(par) for n in params),

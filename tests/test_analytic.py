@@ -108,7 +108,7 @@ def test_no_pipeline_is_exact(workloads, hardware):
 def uniform(p, m, v=1, f=1.0, b=2.0, c=0.0):
     chunk = ChunkCost(f, b, 0.0, 0.0, 0.0, 0.0)
     return analytic.Costs(p=p, v=v, m=m, chunks=(chunk,) * (p * v), p2p_s=c, dp_s=(0.0,) * p, overlap_dp=False,
-                          embedding_sync_s=0.0, optimizer_s=(0.0,) * p)
+                          dp_buckets=(4,) * p, embedding_sync_s=0.0, optimizer_s=(0.0,) * p)
 
 
 @pytest.mark.parametrize("p,m", [(1, 1), (1, 8), (4, 4), (4, 16), (8, 64)])
@@ -121,8 +121,9 @@ def test_textbook_formula_for_equal_stages(p, m):
 def test_dp_allreduce_exposed_or_overlapped():
     c = dataclasses.replace(uniform(2, 4), dp_s=(5.0, 5.0))
     assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 5.0)
-    # overlapped with the last backward (2 s) of stage 0, which ends the pipeline
-    assert analytic.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(5 * 3.0 + 3.0)
+    # 4 buckets overlapped with stage 0's last backward (13 s to 15 s): ready every 0.5 s, 1.25 s
+    # each, so the comm is the bottleneck and ends at 13 + 0.5 + 5 = 18.5 s
+    assert analytic.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(5 * 3.0 + 3.5)
     c = dataclasses.replace(uniform(2, 4), embedding_sync_s=0.5, optimizer_s=(0.25, 0.75))
     assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 0.5 + 0.75)
 

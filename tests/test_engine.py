@@ -17,8 +17,8 @@ def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None):
     """A plan whose every chunk costs tf/tb and where communication and the optimizer are free."""
     chunk = ChunkCost(tf, tb, 0.0, 0.0, 0.0, nbytes)
     return Plan(p=p, v=v, m=m, actions=schedule.build(name, p, m, v), chunks=(chunk,) * (p * v),
-                layers_per_chunk=1, p2p_s=0.0, dp_s=(0.0,) * p, overlap_dp=False, embedding_sync_s=0.0,
-                optimizer_s=(0.0,) * p, weights_bytes=(0.0,) * p, layer=layer)
+                layers_per_chunk=1, p2p_s=0.0, dp_s=(0.0,) * p, overlap_dp=False, dp_buckets=(1,) * p,
+                embedding_sync_s=0.0, optimizer_s=(0.0,) * p, weights_bytes=(0.0,) * p, layer=layer)
 
 
 @pytest.mark.parametrize("name", ["gpipe", "1f1b"])
@@ -89,3 +89,13 @@ def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware)
     ov = dataclasses.replace(dp, parallel=dataclasses.replace(dp.parallel, overlap_dp_comm=True))
     t1, t4, t4o = (run(x, hardware).iteration_time_s for x in (w, dp, ov))
     assert t4 > t1 and t4o < t4
+
+
+def test_overlapped_gradient_buckets():
+    """One bucket cannot start before the backward ends; many hide all but the last bucket."""
+    from simsp.plan import gradients_done_s
+    assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=False) == 11.0
+    assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=True) == 11.0
+    assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 4, overlap=True) == 10.25  # backward-bound: last bucket
+    assert gradients_done_s(10.0, 8.0, 10.0, 8.0, 4, overlap=True) == 16.5   # comm-bound: 8 + 2/4 + 8
+    assert gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, overlap=True) == 12.0   # the stage was busy anyway
