@@ -34,6 +34,7 @@ KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blin
     "pp_recv": ("PP recv", "#8CD17D"),
     "dp_allreduce": ("DP all-reduce", "#EECA3B"),
     "optimizer": ("optimizer", "#9D755D"),
+    "host_wait": ("waiting for the host (framework floor)", "#C7C7C7"),
     "idle": ("idle / bubble", "#D9D9D9"),
 }
 _FALLBACK_COLOURS = ("#BAB0AC", "#79706E", "#D37295", "#FABFD2", "#B6992D")
@@ -62,7 +63,8 @@ def _lay_out(entries, t0: float, span: Span, layer: int) -> tuple[list[Span], fl
     for e in entries:
         start = prev_start if e.stream == "comm" and e.busy_s > e.seconds else cursor
         if e.busy_s > 0:
-            stream, kind = ("tp_comm", "tp_comm") if e.stream == "comm" else ("compute", e.phase)
+            stream, kind = ("tp_comm", "tp_comm") if e.stream == "comm" else \
+                ("compute", "host_wait" if e.kind == "host" else e.phase)
             out.append(Span(span.stage, stream, kind, e.op, start, e.busy_s, span.microbatch, span.chunk, layer, 1))
         cursor += e.seconds
         prev_start = start
