@@ -40,28 +40,11 @@ from simsp.memory import (MemoryReport, StageMemory, activation_per_layer_bytes,
                           stage_params, weight_bytes_per_param)
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.plan import ChunkCost, gradient_buckets, gradients_done_s
+from simsp.plan import ChunkCost, StageCosts, gradient_buckets, gradients_done_s
 from simsp.schedule import interleaved_action, warmup_1f1b, warmup_interleaved
 from simsp.workload import TrainingSpec, Workload
 
 _CACHE_SIZE = 4096
-
-
-@dataclass(frozen=True)
-class Costs:
-    """The parts of a Plan the closed form reads (a Plan itself works too): no schedule."""
-
-    p: int
-    v: int
-    m: int
-    chunks: tuple[ChunkCost, ...]
-    """Indexed by virtual stage chunk * p + stage, as in Plan."""
-    p2p_s: float
-    dp_s: tuple[float, ...]
-    overlap_dp: bool
-    dp_buckets: tuple[int, ...]
-    embedding_sync_s: float
-    optimizer_s: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -132,7 +115,7 @@ def stage_done_s(c) -> tuple[float, ...]:
 
 
 def iteration_s(c) -> float:
-    """Iteration time of a Plan (or Costs) in closed form: slowest stage, then the optimizer."""
+    """Iteration time of a Plan (or its StageCosts) in closed form: slowest stage, then the optimizer."""
     return max(stage_done_s(c)) + max(c.optimizer_s)
 
 
@@ -207,7 +190,7 @@ def _stage_kinds(p: int) -> tuple[int, int, int]:
     return 0, (1 if p > 2 else 0), p - 1
 
 
-def costs(w: Workload, hw: HardwareSpec) -> Costs:
+def costs(w: Workload, hw: HardwareSpec) -> StageCosts:
     """The plan's costs without its schedule, every costly part memoised (equal to build_plan's)."""
     par, b, model = w.parallel, w.training.micro_batch, w.model
     p, v = par.pp, par.chunks
@@ -234,7 +217,7 @@ def costs(w: Workload, hw: HardwareSpec) -> Costs:
     params = [stage_params(model, par, s) for s in kinds]
     dp = [_dp_s(hw, par.dp, place.dp_ranks_per_node, x) for x in params]
     opt = [_optimizer_s(hw, model, par.tp, p, par.dp, par.distributed_optimizer, s) for s in kinds]
-    return Costs(p=p, v=v, m=w.microbatches, chunks=chunks, p2p_s=p2p if p > 1 else 0.0,
+    return StageCosts(p=p, v=v, m=w.microbatches, chunks=chunks, p2p_s=p2p if p > 1 else 0.0,
                  dp_s=_by_stage(p, *dp), overlap_dp=par.overlap_dp_comm,
                  dp_buckets=_by_stage(p, *(gradient_buckets(n, par.dp_bucket_mb) for n in params)),
                  embedding_sync_s=_embedding_sync_s(hw, model, par.tp, p > 1) if model.tied_embeddings else 0.0,

@@ -35,16 +35,15 @@ class ChunkCost:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Everything the engine needs, as plain data."""
+class StageCosts:
+    """What a pipeline's timing depends on: chunk costs and end-of-iteration work, per stage.
+    The closed form (analytic.py) reads only this; the engine also needs the schedule."""
 
     p: int
     v: int
     m: int
-    actions: tuple[tuple[schedule.Action, ...], ...]
     chunks: tuple[ChunkCost, ...]
     """Indexed by virtual stage chunk * p + stage."""
-    layers_per_chunk: int
     p2p_s: float
     dp_s: tuple[float, ...]
     overlap_dp: bool
@@ -52,6 +51,14 @@ class Plan:
     """Gradient buckets per stage (the overlapped all-reduce sends them one by one)."""
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Plan(StageCosts):
+    """Everything the engine needs, as plain data: the costs plus each stage's actions."""
+
+    actions: tuple[tuple[schedule.Action, ...], ...]
+    layers_per_chunk: int
     weights_bytes: tuple[float, ...]
     layer: LayerTime
     """One layer's per-op entries, for timelines that expand chunk spans into ops."""

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from simsp.cost import cost_model
+from simsp.plan import StageCosts
 from simsp import analytic
 from simsp.engine import simulate
 from simsp.errors import InputError
@@ -107,7 +108,7 @@ def test_no_pipeline_is_exact(workloads, hardware):
 
 def uniform(p, m, v=1, f=1.0, b=2.0, c=0.0):
     chunk = ChunkCost(f, b, 0.0, 0.0, 0.0, 0.0)
-    return analytic.Costs(p=p, v=v, m=m, chunks=(chunk,) * (p * v), p2p_s=c, dp_s=(0.0,) * p, overlap_dp=False,
+    return StageCosts(p=p, v=v, m=m, chunks=(chunk,) * (p * v), p2p_s=c, dp_s=(0.0,) * p, overlap_dp=False,
                           dp_buckets=(4,) * p, embedding_sync_s=0.0, optimizer_s=(0.0,) * p)
 
 
