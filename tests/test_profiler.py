@@ -236,7 +236,7 @@ def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
     assert main(["profile", "host", "--repeats", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("# measured by `")
-    values = dict(line.split(": ") for line in lines[1:])
+    values = dict(line.split(": ") for line in lines if not line.startswith("#"))
     assert set(values) == {"host_forward_us", "host_backward_us", "host_recompute_full_us",
                            "host_recompute_selective_us"}
     assert float(values["host_forward_us"]) > 0 and float(values["host_backward_us"]) > 0
@@ -247,3 +247,85 @@ def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
                   .replace("calibration/", str(ROOT / "hardware" / "calibration") + "/"))
     from simsp.config import load_hardware
     assert load_hardware(hw).calibration.host_forward_us == float(values["host_forward_us"])
+
+
+def test_gemm_profile_of_several_workloads_covers_each(tmp_path, tiny, cli):
+    pytest.importorskip("torch")
+    other = tmp_path / "other.yaml"
+    other.write_text(TINY.replace("hidden: 256", "hidden: 128").replace("tp: 2", "tp: 1").replace("sequence_parallel: true", "sequence_parallel: false"))
+    out = tmp_path / "g.csv"
+    assert cli(["profile", "gemm", str(tiny), "--add-workload", str(other), "--out", str(out), "--repeats", "1"]) == 0
+    table = {(p.m, p.n, p.k, p.batch, p.layout) for p in read_gemm_table(out).points}
+    wanted = [sh.key for path in (tiny, other) for sh in shapes.workload_shapes(load_workload(path))]
+    assert set(wanted) == table
+    header = [line for line in out.read_text().splitlines() if line.startswith("# workload: ")]
+    assert [h.split(":")[1].strip() for h in header] == ["tiny", "tiny"]  # both runs named (same name here)
+    assert "hidden=256" in header[0] and "hidden=128" in header[1]
+
+
+HOST_FILE = """\
+# measured by `simsp profile host --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
+host_forward_us: 900.5
+host_backward_us: 1500
+host_recompute_full_us: 950.0
+host_recompute_selective_us: 300.0
+"""
+
+
+def test_calibrate_host_replaces_the_floor_and_its_provenance(tmp_path, cli):
+    host = tmp_path / "host.yaml"
+    host.write_text(HOST_FILE)
+    out = tmp_path / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 0
+    cal = load_hardware(out).calibration
+    assert (cal.host_forward_us, cal.host_backward_us, cal.host_recompute_full_us,
+            cal.host_recompute_selective_us) == (900.5, 1500.0, 950.0, 300.0)
+    text = out.read_text()
+    assert text.count("# measured by `simsp profile host") == 1 and "on NVIDIA H200" in text
+    assert "no CUDA kernel-launch" not in text  # the CPU measurement's caveat went with it
+    assert "# Host (framework) floor of one layer" in text  # the base file's explanation stays
+
+
+@pytest.mark.parametrize("body, key", [("host_forward_us: -3\n", "host_forward_us"),
+                                       ("host_fwd_us: 3\n", "host_fwd_us"),
+                                       ("host_backward_us: fast\n", "host_backward_us"),
+                                       ("- 1\n", "file")])
+def test_calibrate_refuses_a_bad_host_file_and_writes_nothing(tmp_path, cli, capsys, body, key):
+    host = tmp_path / "host.yaml"
+    host.write_text(body)
+    out = tmp_path / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "host.yaml" in err[0] and key in err[0]
+    assert not out.exists() and not (tmp_path / "calibration").exists()
+
+
+def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
+    pytest.importorskip("torch")
+    host, out = tmp_path / "host.yaml", tmp_path / "new.yaml"
+    assert cli(["profile", "host", "--repeats", "20", "--out", str(host)]) == 0
+    assert capsys.readouterr().out == host.read_text()
+    assert "no CUDA kernel-launch" in host.read_text()  # measured on the CPU: says it underestimates
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 0
+    values = yaml.safe_load(host.read_text())
+    assert load_hardware(out).calibration.host_forward_us == values["host_forward_us"]
+
+
+def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny):
+    pytest.importorskip("torch")
+    script = ROOT / "hardware" / "calibration" / "capture_device.py"
+    r = subprocess.run([sys.executable, str(script), "--base", "hardware/hgx-h200.yaml", "--workload", str(tiny),
+                        "--device", "cpu", "--no-grid", "--repeats", "1", "--host-repeats", "10", "--slug", "t",
+                        "--root", str(tmp_path), "--tar", str(tmp_path / "t.tgz")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    hw = load_hardware(tmp_path / "hardware" / "t.yaml")
+    folder = tmp_path / "hardware" / "calibration" / "t"
+    assert Path(hw.calibration.gemm) == (folder / "gemm.csv").resolve()
+    assert hw.calibration.host_forward_us == yaml.safe_load((folder / "host.yaml").read_text())["host_forward_us"]
+    readme = (folder / "README.md").read_text()
+    assert readme.count("simsp profile ") == 2 and "simsp calibrate " in readme and "No collective logs" in readme
+    import tarfile
+    with tarfile.open(tmp_path / "t.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"hardware/t.yaml", "hardware/calibration/t/gemm.csv", "hardware/calibration/t/host.yaml"} <= names

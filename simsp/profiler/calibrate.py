@@ -36,6 +36,10 @@ def _path_keys() -> tuple[str, ...]:
 
 PATH_KEYS = _path_keys()
 """gemm, gemm_model, nvlink, infiniband (relative to the hardware file's folder)."""
+HOST_KEYS = tuple(f.name for f in dataclasses.fields(CalibrationSpec) if f.name.startswith("host_"))
+"""The host floor, as `simsp profile host --out` writes it."""
+HOST_SOURCE = "# measured by `simsp profile host"
+"""How the provenance comment above the host floor lines starts."""
 NONE = "none"
 """`--gemm-model none` drops the base file's modeled GEMM table."""
 
@@ -56,6 +60,8 @@ class Request:
     name: str | None = None
     """New `name:` value; None keeps the base file's."""
     command: str = ""
+    host: str | None = None
+    """A host floor file (`simsp profile host --out`)."""
 
 
 def calibrate(req: Request) -> dict:
@@ -63,6 +69,7 @@ def calibrate(req: Request) -> dict:
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
     _check_inputs(req)
+    host = read_host(req.host) if req.host else {}
     data = read_yaml(base)
     base_dir, out_dir = base.resolve().parent, out.resolve().parent
     cal = {key: _rebase(value, base_dir, out_dir) if key in PATH_KEYS else value
@@ -79,6 +86,7 @@ def calibrate(req: Request) -> dict:
         if files:
             kept = _as_list(cal.get(key)) if req.append else []
             cal[key] = kept + [f for f in files if f not in kept]
+    cal.update(host)
     data["calibration"] = cal
     if req.name:
         data["name"] = req.name
@@ -94,6 +102,25 @@ def _check_inputs(req: Request) -> None:
             read_gemm_table(table)
     for f in (*req.nvlink, *req.infiniband):
         read_nccl_log(f)
+
+
+def read_host(path: str) -> dict[str, float]:
+    """The host floor values of a `simsp profile host --out` file, checked."""
+    values = read_yaml(path)
+    if not isinstance(values, dict) or not values:
+        raise InputError(path, "file", type(values).__name__, f"must map {', '.join(HOST_KEYS)} to microseconds")
+    for key, value in values.items():
+        if key not in HOST_KEYS:
+            raise InputError(path, key, value, f"unknown key; a host floor file holds {', '.join(HOST_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InputError(path, key, value, "must be a non-negative number of microseconds")
+    return {key: float(value) for key, value in values.items()}
+
+
+def host_source(path: str) -> list[str]:
+    """The provenance comments of a host floor file (`simsp profile host` writes them first)."""
+    lines = [line.strip() for line in Path(path).read_text().splitlines()]
+    return [line for line in lines if line.startswith("#")] or [f"# from {path}"]
 
 
 def _as_list(value) -> list[str]:
@@ -190,8 +217,12 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         end += 1
     body = [line for line in lines[start + 1:end] if line.strip() and not line.lstrip().startswith("#")]
     indent = " " * (len(body[0]) - len(body[0].lstrip())) if body else "  "
-    for key in PATH_KEYS:
+    host = tuple(k for k in HOST_KEYS if k in data["calibration"]) if req.host else ()
+    for key in PATH_KEYS + host:
         new = [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
+        if host and key == host[0]:
+            start, end = _drop_host_source(lines, start, end, indent, key)
+            new[:0] = [indent + line for line in host_source(req.host)]
         i = _find(lines, start + 1, end, indent, key)
         if i is None:
             lines[end:end] = new
@@ -201,6 +232,21 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         lines[i:j] = new
         end -= j - i - len(new)
     return "\n".join(lines) + "\n"
+
+
+def _drop_host_source(lines, start: int, end: int, indent: str, key: str) -> tuple[int, int]:
+    """Remove the old provenance above `key` (the comment lines from `# measured by simsp
+    profile host` down to it), since the new file's replaces it; return the section's (start, end)."""
+    i = _find(lines, start + 1, end, indent, key)
+    if i is None:
+        return start, end
+    j = i
+    while j > start + 1 and lines[j - 1].strip().startswith("#"):
+        j -= 1
+        if lines[j].strip().startswith(HOST_SOURCE):
+            del lines[j:i]
+            return start, end - (i - j)
+    return start, end
 
 
 def _find(lines, lo: int, hi: int, indent: str, key: str) -> int | None:

@@ -30,6 +30,8 @@ def register(sub) -> None:
     g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
     _add_workload_args(g)
     g.add_argument("--out", default="gemm.csv", help="CSV to write (default gemm.csv)")
+    g.add_argument("--add-workload", action="append", default=[], metavar="YAML",
+                   help="also time this workload's shapes, with its own settings (repeatable): one table for several runs")
     g.add_argument("--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)")
     g.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU")
     g.add_argument("--repeats", type=int, help="timed calls per shape (default 20 on a GPU, 3 on the CPU)")
@@ -48,6 +50,7 @@ def register(sub) -> None:
     o = what.add_parser("host", help=HOST_HELP, description=HOST_HELP)
     o.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     o.add_argument("--repeats", type=int, default=500, help="passes per timing round (default 500)")
+    o.add_argument("--out", help="also write the lines to this YAML file (for `simsp calibrate --host`)")
     o.set_defaults(func=cmd_profile_host, _parser=o)
 
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
@@ -57,6 +60,7 @@ def register(sub) -> None:
                    help="modeled GEMM table for shapes --gemm does not cover; 'none' drops the base file's")
     k.add_argument("--nvlink", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured inside one node")
     k.add_argument("--infiniband", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured across nodes")
+    k.add_argument("--host", metavar="YAML", help="host floor lines written by `simsp profile host --out`")
     k.add_argument("--append", action="store_true", help="add the logs to the base file's lists instead of replacing them")
     k.add_argument("--name", help="the new file's `name:` (default: the base file's)")
     k.add_argument("--out", required=True, help="new hardware YAML to write")
@@ -94,17 +98,15 @@ def cmd_profile_gemm(args) -> None:
 
     s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
     w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
-    todo = shapes.workload_shapes(w)
+    runs = [w] + [load_workload(path) for path in args.add_workload]
+    todo = shapes.unique([sh for run in runs for sh in shapes.workload_shapes(run)])
     n_workload = len(todo)
     grid = shapes.GRID_GPU if s.device.startswith("cuda") else shapes.GRID_CPU
     if args.grid:
         todo = shapes.unique(todo + shapes.grid_shapes(grid))
-    p = w.parallel
-    extra = [f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
-             f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
-             f"tp={p.tp} sp={p.sequence_parallel}",
-             f"shapes: {n_workload} of the workload (layer GEMMs and logits, 3 layouts)"
-             + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else "")]
+    extra = [_workload_line(run) for run in runs]
+    extra.append(f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''} (layer GEMMs and logits, 3 layouts)"
+                 + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else ""))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     points, skipped = gemm.measure(todo, s)
@@ -123,6 +125,14 @@ def cmd_profile_gemm(args) -> None:
         print(f"wrote {out}: {len(rates)} GEMM shapes on {table.device} ({s.dtype}), "
               f"{min(rates):.3f} to {max(rates):.3f} TFLOP/s"
               + (f"; {len(skipped)} skipped for lack of memory (listed in its header)" if skipped else ""))
+
+
+def _workload_line(w) -> str:
+    """The table header line saying which run's shapes were timed."""
+    p = w.parallel
+    return (f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
+            f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
+            f"tp={p.tp} sp={p.sequence_parallel}")
 
 
 def cmd_profile_collectives(args) -> None:
@@ -144,7 +154,12 @@ def cmd_profile_host(args) -> None:
     if args.repeats < 1:
         raise InputError("--repeats", "repeats", args.repeats, "must be a positive integer")
     times = measure(args.device, args.repeats)
-    print("\n".join(times.yaml_lines(command_line(args))))
+    text = "\n".join(times.yaml_lines(command_line(args))) + "\n"
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    print(text, end="")
 
 
 def cmd_calibrate(args) -> None:
@@ -153,7 +168,7 @@ def cmd_calibrate(args) -> None:
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 
     req = Request(args.hardware, args.out, args.gemm, args.gemm_model, tuple(args.nvlink), tuple(args.infiniband),
-                  args.append, args.name, command_line(args))
+                  args.append, args.name, command_line(args), args.host)
     w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing
     cal = calibrate(req)
     listed = ", ".join(f"{key}: {f'{len(v)} path(s)' if isinstance(v, list) else v}" for key, v in cal.items()

@@ -33,8 +33,10 @@ class HostTimes:
 
     def yaml_lines(self, command: str) -> list[str]:
         """The hardware YAML `calibration:` lines, with provenance comments."""
-        src = f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}"
-        return [src,
+        src = [f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}"]
+        if self.device.startswith("CPU"):
+            src.append("# (on the CPU: no CUDA kernel-launch or NCCL call costs in it, an underestimate for a GPU host)")
+        return [*src,
                 f"host_forward_us: {self.forward_us:.1f}",
                 f"host_backward_us: {self.backward_us:.1f}",
                 f"host_recompute_full_us: {self.recompute_full_us:.1f}",

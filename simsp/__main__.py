@@ -1,0 +1,7 @@
+"""`python -m simsp ...`: the CLI without installing the console script (e.g. on a bare GPU image)."""
+
+import sys
+
+from simsp.cli import main
+
+sys.exit(main())
