@@ -144,6 +144,25 @@ def test_metrics_by_hand():
     assert s["empty"] == {"n": 0, "mape": None, "max_abs_error": None, "bias": None, "skipped": 0, "worst": []}
 
 
+def test_grouped_metrics_partition_the_set(subset_run):
+    rs = [r for r in subset_run.results if r.case.set == "vtrain-single"]
+    by_tp = V.grouped(rs, "tp")
+    assert list(by_tp) == sorted({r.case.workload.parallel.tp for r in rs})
+    assert sum(m["n"] for m in by_tp.values()) == len(rs)
+    for tp, m in by_tp.items():
+        assert m == V.metrics([r.error for r in rs if r.case.workload.parallel.tp == tp])
+    whole = V.metrics([r.error for r in rs])
+    assert sum(m["bias"] * m["n"] for m in by_tp.values()) / len(rs) == pytest.approx(whole["bias"])
+
+
+def test_by_setting_in_the_table_and_the_json(subset_run, capsys):
+    text = V.table(subset_run, "micro_batch")
+    assert "vtrain-single by micro_batch:" in text and "  micro_batch=1 " in text
+    s = subset_run.summary("recompute")["sets"]
+    assert set(s["paper-table4"]["by"]["recompute"]) == {"none", "selective", "full"}
+    assert s["vtrain-multi"]["by"]["recompute"]["full"]["n"] == s["vtrain-multi"]["n"]
+
+
 # ------------------------------------------------------------------ a subset, end to end
 
 SUBSET = {"vtrain-single": 40, "vtrain-multi": 10}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.validate.cases import SETS
-from simsp.validate.metrics import of_set, worst
+from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
 from simsp.validate.runner import Validation, run_validation
 from simsp.validate.scatter import scatter_html
 
@@ -30,18 +30,26 @@ def _worst_table(name: str, rs: list) -> list[str]:
     return lines
 
 
-def table(v: Validation) -> str:
-    """Readable per-set tables: the metrics, then the five worst cases."""
+def _metrics_line(label: str, m: dict, skipped: str) -> str:
+    if not m["n"]:
+        return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
+    return f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} {m['bias']:+7.1%}"
+
+
+def _by_table(name: str, rs: list, by: str) -> list[str]:
+    """One set's metrics for each value of the setting `by`."""
+    return ["", f"{name} by {by}:"] + [_metrics_line(f"  {by}={value}", m, "") for value, m in grouped(rs, by).items()]
+
+
+def table(v: Validation, by: str | None = None) -> str:
+    """Readable per-set tables: the metrics (by a setting if asked), then the five worst cases."""
     summary = v.summary()["sets"]
     lines = [f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"]
-    for name in v.sets:
-        m = summary[name]
-        if m["n"]:
-            lines.append(f"{name:14s} {m['n']:5d} {m['skipped']:7d} {m['mape']:7.1%} {m['max_abs_error']:8.1%} {m['bias']:+7.1%}")
-        else:
-            lines.append(f"{name:14s} {0:5d} {m['skipped']:7d} {'-':>7s} {'-':>8s} {'-':>7s}")
+    lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
     for name in v.sets:
         rs = of_set(v.results, name)
+        if rs and by:
+            lines += _by_table(name, rs, by)
         if rs:
             lines += _worst_table(name, rs)
     lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
@@ -85,9 +93,9 @@ def write_outputs(v: Validation, out_dir) -> list[Path]:
     return [csv_path, html_path]
 
 
-def json_summary(v: Validation) -> dict:
-    """The --json object: {"sets": {NAME: {n, mape, max_abs_error, bias, skipped, worst}}}."""
-    return v.summary()
+def json_summary(v: Validation, by: str | None = None) -> dict:
+    """The --json object: {"sets": {NAME: {n, mape, max_abs_error, bias, skipped, worst[, by]}}}."""
+    return v.summary(by)
 
 
 def cmd_validate(args) -> None:
@@ -98,7 +106,7 @@ def cmd_validate(args) -> None:
         written = write_outputs(v, args.out)
         if not args.json:
             print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
-    print(json.dumps(json_summary(v), indent=2)) if args.json else print(table(v))
+    print(json.dumps(json_summary(v, args.by), indent=2)) if args.json else print(table(v, args.by))
 
 
 def register(sub) -> argparse.ArgumentParser:
@@ -108,6 +116,8 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")
     p.add_argument("--set", nargs="+", choices=SETS, metavar="NAME", help=f"sets to run (default all: {', '.join(SETS)})")
+    p.add_argument("--by", choices=BY_FIELDS, metavar="SETTING",
+                   help=f"also each set's errors grouped by one setting ({', '.join(BY_FIELDS)})")
     p.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
     p.set_defaults(func=cmd_validate)
     return p

@@ -35,17 +35,42 @@ def metrics(errors: list[float]) -> dict:
             "bias": sum(errors) / n}
 
 
+BY_FIELDS = ("tp", "pp", "dp", "micro_batch", "global_batch", "hidden", "layers", "seq_len", "recompute",
+             "sequence_parallel", "schedule")
+"""Settings `simsp validate --by` can group a set's errors by."""
+
+
+def setting(case: Case, field: str):
+    """One of BY_FIELDS of the case's workload (parallel, training or model)."""
+    w = case.workload
+    for part in (w.parallel, w.training, w.model):
+        if hasattr(part, field):
+            return getattr(part, field)
+    raise KeyError(field)
+
+
+def grouped(results: list[CaseResult], field: str) -> dict:
+    """metrics() of the results sharing each value of `field`, by ascending value."""
+    groups: dict = {}
+    for r in results:
+        groups.setdefault(setting(r.case, field), []).append(r.error)
+    return {value: metrics(groups[value]) for value in sorted(groups)}
+
+
 def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
     """The k cases with the largest |error| (ties in case order)."""
     return sorted(results, key=lambda r: -abs(r.error))[:k]
 
 
-def summarize(results: list[CaseResult], skipped: list[Skipped], sets=SETS) -> dict:
-    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and worst."""
+def summarize(results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None) -> dict:
+    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and worst
+    (and, with `by`, the same metrics for each value of that setting)."""
     out = {}
     for name in sets:
         rs = of_set(results, name)
         entry = metrics([r.error for r in rs])
+        if by:
+            entry["by"] = {by: {str(value): m for value, m in grouped(rs, by).items()}}
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
         entry["worst"] = [{"case": r.case.name, "description": r.case.description, "measured_s": r.case.measured_s,
                            "predicted_s": r.predicted_s, "error": r.error} for r in worst(rs)]

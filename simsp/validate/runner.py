@@ -54,8 +54,8 @@ class Validation:
     skipped: tuple[Skipped, ...]
     wall_s: float
 
-    def summary(self) -> dict:
-        return summarize(list(self.results), list(self.skipped), self.sets)
+    def summary(self, by: str | None = None) -> dict:
+        return summarize(list(self.results), list(self.skipped), self.sets, by)
 
 
 def run_validation(sets=SETS, workers: int | None = None, data_dir=DATA_DIR,
