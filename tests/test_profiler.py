@@ -5,6 +5,7 @@ measuring ones run on the CPU: GEMMs in fp32, collectives over 2 gloo processes 
 """
 
 import argparse
+import os
 import subprocess
 import sys
 import textwrap
@@ -311,13 +312,21 @@ def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
     assert load_hardware(out).calibration.host_forward_us == values["host_forward_us"]
 
 
-def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny):
+@pytest.mark.parametrize("bare", [False, True], ids=["installed", "bare-gpu-image"])
+def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, bare):
+    """Also as on the GPU machines' image: torch, numpy and pyyaml, but no simpy or plotly."""
     pytest.importorskip("torch")
+    env = dict(os.environ)
+    if bare:
+        (tmp_path / "block").mkdir()
+        for module in ("simpy", "plotly"):
+            (tmp_path / "block" / f"{module}.py").write_text(f"raise ImportError('no {module} on this image')\n")
+        env["PYTHONPATH"] = str(tmp_path / "block")
     script = ROOT / "hardware" / "calibration" / "capture_device.py"
     r = subprocess.run([sys.executable, str(script), "--base", "hardware/hgx-h200.yaml", "--workload", str(tiny),
                         "--device", "cpu", "--no-grid", "--repeats", "1", "--host-repeats", "10", "--slug", "t",
                         "--root", str(tmp_path), "--tar", str(tmp_path / "t.tgz")],
-                       cwd=ROOT, capture_output=True, text=True)
+                       cwd=ROOT, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     hw = load_hardware(tmp_path / "hardware" / "t.yaml")
     folder = tmp_path / "hardware" / "calibration" / "t"
@@ -325,6 +334,7 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny):
     assert hw.calibration.host_forward_us == yaml.safe_load((folder / "host.yaml").read_text())["host_forward_us"]
     readme = (folder / "README.md").read_text()
     assert readme.count("simsp profile ") == 2 and "simsp calibrate " in readme and "No collective logs" in readme
+    assert ("not simulated here: no simpy" in readme) == bare and ("iteration s" in readme) != bare
     import tarfile
     with tarfile.open(tmp_path / "t.tgz") as tar:
         names = set(tar.getnames())

@@ -99,14 +99,27 @@ def main(argv=None) -> None:
         run.simsp("profile", "collectives", "--nproc", str(gpus), "--backend", "nccl", "--out", arg(folder / "nvlink"))
         logs = sorted(arg(p) for p in (folder / "nvlink").glob("*.log"))
     calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"), "--host", arg(folder / "host.yaml"),
-                 "--name", slug, "--out", arg(out), "--workload", "workloads/gpt3-175b.yaml"]
+                 "--name", slug, "--out", arg(out)]
+    # the before/after prediction runs the simulation, which needs simpy: a bare GPU image may lack it
+    simulate = _importable("simpy")
+    calibrate += ["--workload", "workloads/gpt3-175b.yaml"] if simulate else []
     effect = run.simsp("calibrate", *calibrate, *(["--nvlink", *logs] if logs else []))
+    if not simulate:
+        effect += f"(not simulated here: no simpy; run `simsp run workloads/gpt3-175b.yaml --hardware {arg(out)}`)\n"
     write_readme(folder / "README.md", name, gpus, torch, run.commands, effect, bool(logs), args.base)
     if args.tar:
         with tarfile.open(args.tar, "w:gz") as tar:
             tar.add(folder, arcname=f"hardware/calibration/{slug}")
             tar.add(out, arcname=f"hardware/{slug}.yaml")
     print(f"captured {slug}: {out}")
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
 def write_readme(path: Path, device: str, gpus: int, torch, commands: list[str], effect: str, nccl: bool,

@@ -24,8 +24,6 @@ from simsp.cost import CostModel
 from simsp.errors import InputError
 from simsp.hardware import CalibrationSpec
 from simsp.profiler._torch import today
-from simsp.report import gemm_sources as report_gemm_sources
-from simsp.report import run
 
 
 def _path_keys() -> tuple[str, ...]:
@@ -291,6 +289,7 @@ def _validate(out: Path) -> None:
 
 def predict(w, hw) -> dict[str, float]:
     """The numbers `simsp calibrate --workload` compares: the iteration and one layer."""
+    from simsp.report import run  # the simulation (simpy) only when a comparison is asked for
     d = run(w, hw).to_dict()
     return {"iteration s": d["iteration_time_s"], "MFU %": 100 * d["mfu"],
             "per-layer forward ms": d["per_layer_ms"]["forward"],
@@ -299,7 +298,9 @@ def predict(w, hw) -> dict[str, float]:
 
 def gemm_sources(w, hw) -> dict[str, int]:
     """How many of the layer's GEMM look-ups each source answered (table, model, roofline)."""
-    return report_gemm_sources(run(w, hw).plan.layer)
+    from simsp.report import gemm_sources as layer_gemm_sources
+    from simsp.report import run
+    return layer_gemm_sources(run(w, hw).plan.layer)
 
 
 def compare(w, base_hw, new_hw) -> str:
