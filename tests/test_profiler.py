@@ -253,7 +253,8 @@ def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
 def test_gemm_profile_of_several_workloads_covers_each(tmp_path, tiny, cli):
     pytest.importorskip("torch")
     other = tmp_path / "other.yaml"
-    other.write_text(TINY.replace("hidden: 256", "hidden: 128").replace("tp: 2", "tp: 1").replace("sequence_parallel: true", "sequence_parallel: false"))
+    other.write_text(TINY.replace("hidden: 256", "hidden: 128").replace("tp: 2", "tp: 1")
+                     .replace("sequence_parallel: true", "sequence_parallel: false"))
     out = tmp_path / "g.csv"
     assert cli(["profile", "gemm", str(tiny), "--add-workload", str(other), "--out", str(out), "--repeats", "1"]) == 0
     table = {(p.m, p.n, p.k, p.batch, p.layout) for p in read_gemm_table(out).points}

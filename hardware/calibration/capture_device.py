@@ -13,7 +13,9 @@ It writes, with slug = device name + date (e.g. `nvidia-h200-2026-11-29`):
     hardware/calibration/<slug>/README.md   the commands, the device, the versions, the effect
     hardware/<slug>.yaml                    --base with its calibration pointing at the above
 
-`--tar FILE` also packs those into one archive (for a machine whose outputs come back as files).
+`--tar FILE` also packs those into one archive, for a machine whose outputs come back as files
+(the device tool: `python3 hardware/calibration/capture_device.py --base hardware/hgx-h200.yaml
+--tar $OUT/capture.tgz`, then unpack it in the repository here).
 NCCL runs one rank per GPU, so a one-GPU node yields no collective logs: the hardware file keeps
 the base file's NVLink and InfiniBand tables, and the README says so.
 """
@@ -35,7 +37,8 @@ PAPER_WORKLOADS = ("workloads/gpt-22b.yaml", "workloads/gpt3-175b.yaml", "worklo
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", required=True, help="hardware YAML of this kind of machine (comments and other keys kept)")
-    p.add_argument("--workload", action="append", help="workload whose GEMMs to time (repeatable; default the paper's four)")
+    p.add_argument("--workload", action="append",
+                   help="workload whose GEMMs to time (repeatable; default the paper's four)")
     p.add_argument("--device", help="cuda (default when there is a GPU) or cpu")
     p.add_argument("--no-grid", action="store_true", help="time only the workloads' shapes")
     p.add_argument("--repeats", type=int, help="timed calls per GEMM shape (profile gemm's default)")
@@ -93,7 +96,8 @@ def main(argv=None) -> None:
     gemm += [] if args.no_grid else ["--grid"]
     gemm += ["--repeats", str(args.repeats)] if args.repeats else []
     run.simsp("profile", "gemm", *gemm)
-    run.simsp("profile", "host", "--device", device, "--repeats", str(args.host_repeats), "--out", arg(folder / "host.yaml"))
+    run.simsp("profile", "host", "--device", device, "--repeats", str(args.host_repeats),
+              "--out", arg(folder / "host.yaml"))
     logs = []
     if gpus >= 2:
         run.simsp("profile", "collectives", "--nproc", str(gpus), "--backend", "nccl", "--out", arg(folder / "nvlink"))

@@ -219,7 +219,7 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
     for key in PATH_KEYS + host:
         new = [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
         if host and key == host[0]:
-            start, end = _drop_host_source(lines, start, end, indent, key)
+            end = _drop_host_source(lines, start, end, indent, key)
             new[:0] = [indent + line for line in host_source(req.host)]
         i = _find(lines, start + 1, end, indent, key)
         if i is None:
@@ -232,19 +232,17 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def _drop_host_source(lines, start: int, end: int, indent: str, key: str) -> tuple[int, int]:
+def _drop_host_source(lines, start: int, end: int, indent: str, key: str) -> int:
     """Remove the old provenance above `key` (the comment lines from `# measured by simsp
-    profile host` down to it), since the new file's replaces it; return the section's (start, end)."""
+    profile host` down to it), since the new file's replaces it; return the section's new end."""
     i = _find(lines, start + 1, end, indent, key)
-    if i is None:
-        return start, end
     j = i
-    while j > start + 1 and lines[j - 1].strip().startswith("#"):
+    while i is not None and j > start + 1 and lines[j - 1].strip().startswith("#"):
         j -= 1
         if lines[j].strip().startswith(HOST_SOURCE):
             del lines[j:i]
-            return start, end - (i - j)
-    return start, end
+            return end - (i - j)
+    return end
 
 
 def _find(lines, lo: int, hi: int, indent: str, key: str) -> int | None:
