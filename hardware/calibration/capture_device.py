@@ -68,8 +68,8 @@ class Recorder:
 
     def simsp(self, *words: str) -> str:
         self.commands.append("simsp " + " ".join(words))
-        done = subprocess.run([sys.executable, "-m", "simsp", *words], cwd=ROOT, text=True, capture_output=True)
-        sys.stderr.write(done.stderr)
+        # stdout is kept for the README; stderr (the sweeps' progress) streams through as it comes
+        done = subprocess.run([sys.executable, "-m", "simsp", *words], cwd=ROOT, text=True, stdout=subprocess.PIPE)
         if done.returncode:
             sys.exit(f"capture_device: `simsp {' '.join(words)}` failed (exit {done.returncode})")
         print(done.stdout, end="")
