@@ -72,6 +72,10 @@ class CalibrationSpec:
     """Extra backward host time when the whole layer is recomputed."""
     host_recompute_selective_us: float = 0.0
     """Extra backward host time when core attention is recomputed."""
+    adam_gbps: float = 0.0
+    """Measured rate of the fused Adam update, GB/s: the fp32 param, grad and two moments read
+    and param and moments written (28 bytes a parameter) over its time (`simsp profile
+    optimizer`); 0 means the memory-bound curve."""
     collective_sm_share: float = 0.0
     """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
     collective runs at (1 - share) of its speed for as long as the collective lasts."""

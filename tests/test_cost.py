@@ -124,3 +124,23 @@ def test_host_floor_applies_only_when_the_host_is_slower(workloads, hardware):
 def test_gemm_lookup_uses_forward_layout_by_default(cost):
     g = Gemm(8192, 3072, 6144)
     assert cost.compute.gemm(g).seconds == cost.compute.gemm(g, FORWARD).seconds
+
+
+@pytest.mark.parametrize("distributed", [False, True])
+def test_optimizer_step_runs_adam_at_its_measured_rate(workloads, hardware, distributed):
+    """Adam's 28 bytes a parameter of the rank's shard at `adam_gbps`; the rest of the step
+    (gradient averaging over every parameter, norm, copy-back, zeroing) on the streaming curve."""
+    from simsp.cost import stage_time as st
+    from simsp.memory import stage_params
+
+    w = workloads["gpt3-175b"]
+    w = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=4, distributed_optimizer=distributed))
+    params = stage_params(w.model, w.parallel, 0)
+    shard = params / 4 if distributed else params
+    for rate in (1000.0, 3000.0):
+        hw = dataclasses.replace(hardware, calibration=dataclasses.replace(hardware.calibration, adam_gbps=rate))
+        cost = CostModel(hw)
+        rest = cost.compute.memory_bound(st.GRAD_AVERAGE_BYTES * params + st.STEP_OTHER_BYTES * shard).seconds
+        assert st.optimizer_s(w, cost, 0) == pytest.approx(rest + 28 * shard / (rate * 1e9), rel=1e-12)
+    curve = CostModel(dataclasses.replace(hardware, calibration=dataclasses.replace(hardware.calibration, adam_gbps=0)))
+    assert st.optimizer_s(w, curve, 0) < st.optimizer_s(w, CostModel(hardware), 0)  # A100's 1468 < 0.83 x 2039

@@ -313,6 +313,58 @@ def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
     assert load_hardware(out).calibration.host_forward_us == values["host_forward_us"]
 
 
+ADAM_FILE = """\
+# measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
+adam_gbps: 3500
+"""
+
+
+def test_calibrate_optimizer_replaces_the_rate_and_its_provenance(tmp_path, cli):
+    adam = tmp_path / "adam.yaml"
+    adam.write_text(ADAM_FILE)
+    out = tmp_path / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]) == 0
+    assert load_hardware(out).calibration.adam_gbps == 3500.0
+    text = out.read_text()
+    assert text.count("adam_gbps:") == 1 and "on NVIDIA H200" in text
+    assert "BERT-345M" not in text  # the shipped value's provenance went with it
+    assert "# Fused Adam update, 28 bytes a parameter" in text  # the base file's explanation stays
+    assert "# measured by `simsp profile host" in text  # the host floor's provenance is not touched
+
+
+@pytest.mark.parametrize("body, key", [("adam_gbps: -3\n", "adam_gbps"), ("host_forward_us: 3\n", "host_forward_us"),
+                                       ("adam_gbps: fast\n", "adam_gbps"), ("- 1\n", "file")])
+def test_calibrate_refuses_a_bad_optimizer_file_and_writes_nothing(tmp_path, cli, capsys, body, key):
+    adam = tmp_path / "adam.yaml"
+    adam.write_text(body)
+    out = tmp_path / "new.yaml"
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "adam.yaml" in err[0] and key in err[0]
+    assert not out.exists()
+
+
+def test_optimizer_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
+    pytest.importorskip("torch")
+    adam, out = tmp_path / "adam.yaml", tmp_path / "new.yaml"
+    assert cli(["profile", "optimizer", "--params", "2e6", "--hidden", "256", "--repeats", "1", "--out", str(adam)]) == 0
+    text = adam.read_text()
+    assert capsys.readouterr().out == text
+    assert "fp32 parameters in " in text and "not a GPU's" in text  # what ran, and the CPU caveat
+    values = yaml.safe_load(text)
+    assert set(values) == {"adam_gbps"} and values["adam_gbps"] > 0
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]) == 0
+    assert load_hardware(out).calibration.adam_gbps == values["adam_gbps"]
+
+
+@pytest.mark.parametrize("flag, value", [("--params", "0"), ("--hidden", "0"), ("--repeats", "0")])
+def test_optimizer_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
+    pytest.importorskip("torch")
+    assert cli(["profile", "optimizer", flag, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0]
+
+
 @pytest.mark.parametrize("bare", [False, True], ids=["installed", "bare-gpu-image"])
 def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, bare):
     """Also as on the GPU machines' image: torch, numpy and pyyaml, but no simpy or plotly."""
@@ -325,7 +377,8 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
         env["PYTHONPATH"] = str(tmp_path / "block")
     script = ROOT / "hardware" / "calibration" / "capture_device.py"
     r = subprocess.run([sys.executable, str(script), "--base", "hardware/hgx-h200.yaml", "--workload", str(tiny),
-                        "--device", "cpu", "--no-grid", "--repeats", "1", "--host-repeats", "10", "--slug", "t",
+                        "--device", "cpu", "--no-grid", "--repeats", "1", "--host-repeats", "10", "--adam-params", "1e6",
+                        "--slug", "t",
                         "--root", str(tmp_path), "--tar", str(tmp_path / "t.tgz")],
                        cwd=ROOT, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
@@ -333,10 +386,12 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
     folder = tmp_path / "hardware" / "calibration" / "t"
     assert Path(hw.calibration.gemm) == (folder / "gemm.csv").resolve()
     assert hw.calibration.host_forward_us == yaml.safe_load((folder / "host.yaml").read_text())["host_forward_us"]
+    assert hw.calibration.adam_gbps == yaml.safe_load((folder / "adam.yaml").read_text())["adam_gbps"] > 0
     readme = (folder / "README.md").read_text()
-    assert readme.count("simsp profile ") == 2 and "simsp calibrate " in readme and "No collective logs" in readme
+    assert readme.count("simsp profile ") == 3 and "simsp calibrate " in readme and "No collective logs" in readme
     assert ("not simulated here: no simpy" in readme) == bare and ("iteration s" in readme) != bare
     import tarfile
     with tarfile.open(tmp_path / "t.tgz") as tar:
         names = set(tar.getnames())
-    assert {"hardware/t.yaml", "hardware/calibration/t/gemm.csv", "hardware/calibration/t/host.yaml"} <= names
+    assert {"hardware/t.yaml", "hardware/calibration/t/gemm.csv", "hardware/calibration/t/host.yaml",
+            "hardware/calibration/t/adam.yaml"} <= names

@@ -9,6 +9,7 @@ It writes, with slug = device name + date (e.g. `nvidia-h200-2026-11-29`):
 
     hardware/calibration/<slug>/gemm.csv    every GEMM shape of the paper's four runs + a grid
     hardware/calibration/<slug>/host.yaml   the host (framework) floor of one layer
+    hardware/calibration/<slug>/adam.yaml   the fused Adam update's memory rate
     hardware/calibration/<slug>/nvlink/     nccl-tests-layout logs, when the node has >= 2 GPUs
     hardware/calibration/<slug>/README.md   the commands, the device, the versions, the effect
     hardware/<slug>.yaml                    --base with its calibration pointing at the above
@@ -43,6 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-grid", action="store_true", help="time only the workloads' shapes")
     p.add_argument("--repeats", type=int, help="timed calls per GEMM shape (profile gemm's default)")
     p.add_argument("--host-repeats", type=int, default=500, help="passes per host timing round")
+    p.add_argument("--adam-params", help="parameters the Adam timing updates (profile optimizer's default)")
     p.add_argument("--slug", help="name of the calibration set (default: device name and date)")
     p.add_argument("--root", default=str(ROOT), help="where hardware/ is written (default: this repository)")
     p.add_argument("--tar", help="also pack the outputs into this .tar.gz")
@@ -98,12 +100,14 @@ def main(argv=None) -> None:
     run.simsp("profile", "gemm", *gemm)
     run.simsp("profile", "host", "--device", device, "--repeats", str(args.host_repeats),
               "--out", arg(folder / "host.yaml"))
+    run.simsp("profile", "optimizer", "--device", device, *(["--params", args.adam_params] if args.adam_params else []),
+              "--out", arg(folder / "adam.yaml"))
     logs = []
     if gpus >= 2:
         run.simsp("profile", "collectives", "--nproc", str(gpus), "--backend", "nccl", "--out", arg(folder / "nvlink"))
         logs = sorted(arg(p) for p in (folder / "nvlink").glob("*.log"))
     calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"), "--host", arg(folder / "host.yaml"),
-                 "--name", slug, "--out", arg(out)]
+                 "--optimizer", arg(folder / "adam.yaml"), "--name", slug, "--out", arg(out)]
     # the before/after prediction runs the simulation, which needs simpy: a bare GPU image may lack it
     simulate = _importable("simpy")
     calibrate += ["--workload", "workloads/gpt3-175b.yaml"] if simulate else []

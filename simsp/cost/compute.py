@@ -98,8 +98,10 @@ class ComputeModel:
         return max(g.flops / rate, self.memory_bound(traffic).seconds)
 
     def memory_bound(self, nbytes: float, kind: str = "", backward: bool = False) -> Timed:
-        """An element-wise kernel moving nbytes through HBM."""
+        """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
+        (fused layer-norm, fused Adam) where the hardware file has one, else the curve's."""
         mb = self.hw.memory_bound
-        measured = (mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps) if kind == "layernorm" else 0
+        measured = {"layernorm": mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps,
+                    "adam": self.hw.calibration.adam_gbps}.get(kind, 0.0)
         rate = measured * GB if measured else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
         return Timed(max(nbytes / rate, self.launch_s), "bandwidth")

@@ -11,13 +11,18 @@ from simsp.memory import stage_params
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
 
-STEP_BYTES_PER_PARAM = 50.0
-"""Megatron-LM's work on each parameter after the backward, bytes: the DDP wrapper divides the
-fp32 gradient buffer by the DP size before its all-reduce, whatever that size
-(megatron/model/distributed.py `allreduce_gradients`: read 4, write 4); the global gradient
-norm reads the grad (4); FusedAdam reads grad, master, m, v (16) and writes master, m, v (12);
-the fp32 master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed for
-the next iteration (4)."""
+GRAD_AVERAGE_BYTES = 8.0
+"""Megatron-LM's DDP wrapper divides the whole fp32 gradient buffer by the DP size before its
+all-reduce, whatever that size (megatron/model/distributed.py `allreduce_gradients`: read 4,
+write 4 a parameter)."""
+
+ADAM_BYTES = 28.0
+"""Fused Adam, a parameter: reads the fp32 grad, master, m and v (16), writes master, m, v (12)."""
+
+STEP_OTHER_BYTES = 14.0
+"""The rest of the step, a parameter: the global gradient norm reads the grad (4); the fp32
+master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed for the next
+iteration (4)."""
 
 CROSS_ENTROPY_FWD_BYTES = 38.0
 """Megatron's vocab-parallel cross-entropy forward, bytes per logit: bf16 -> fp32 (2 + 4), max
@@ -118,9 +123,10 @@ def embedding_sync_s(w: Workload, cost: CostModel) -> float:
 
 
 def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
-    """Gradient averaging and the Adam step over the parameters one rank owns (the step over its
-    DP shard with the distributed optimizer)."""
+    """Gradient averaging and the optimizer step over the parameters one rank owns (the step over
+    its DP shard with the distributed optimizer); Adam at its measured rate where there is one."""
     params = stage_params(w.model, w.parallel, stage)
     shard = params / w.parallel.dp if w.parallel.distributed_optimizer else params
-    average = 8.0 * params
-    return cost.compute.memory_bound(average + (STEP_BYTES_PER_PARAM - 8.0) * shard).seconds
+    mb = cost.compute.memory_bound
+    step = mb(GRAD_AVERAGE_BYTES * params + STEP_OTHER_BYTES * shard).seconds
+    return step + mb(ADAM_BYTES * shard, "adam").seconds

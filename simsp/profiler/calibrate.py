@@ -34,10 +34,26 @@ def _path_keys() -> tuple[str, ...]:
 
 PATH_KEYS = _path_keys()
 """gemm, gemm_model, nvlink, infiniband (relative to the hardware file's folder)."""
-HOST_KEYS = tuple(f.name for f in dataclasses.fields(CalibrationSpec) if f.name.startswith("host_"))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Scalar calibration lines a profiler writes to a file, provenance comments first."""
+
+    option: str
+    """`simsp calibrate` option that reads the file."""
+    keys: tuple[str, ...]
+    unit: str
+    source: str
+    """How the provenance comment above the lines starts."""
+
+
+HOST = Measured("--host", tuple(f.name for f in dataclasses.fields(CalibrationSpec) if f.name.startswith("host_")),
+                "microseconds", "# measured by `simsp profile host")
 """The host floor, as `simsp profile host --out` writes it."""
-HOST_SOURCE = "# measured by `simsp profile host"
-"""How the provenance comment above the host floor lines starts."""
+OPTIMIZER = Measured("--optimizer", ("adam_gbps",), "GB/s", "# measured by")
+"""The fused Adam rate, as `simsp profile optimizer --out` writes it (the shipped files' own
+provenance of it, from Megatron-LM timers, also starts `# measured by`)."""
 NONE = "none"
 """`--gemm-model none` drops the base file's modeled GEMM table."""
 
@@ -60,6 +76,12 @@ class Request:
     command: str = ""
     host: str | None = None
     """A host floor file (`simsp profile host --out`)."""
+    optimizer: str | None = None
+    """A fused Adam rate file (`simsp profile optimizer --out`)."""
+
+    def measured(self) -> list[tuple[Measured, str]]:
+        """The measured-lines files asked for, with what each holds."""
+        return [(kind, path) for kind, path in ((HOST, self.host), (OPTIMIZER, self.optimizer)) if path]
 
 
 def calibrate(req: Request) -> dict:
@@ -67,7 +89,7 @@ def calibrate(req: Request) -> dict:
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
     _check_inputs(req)
-    host = read_host(req.host) if req.host else {}
+    scalars = {key: value for kind, path in req.measured() for key, value in read_measured(path, kind).items()}
     data = read_yaml(base)
     base_dir, out_dir = base.resolve().parent, out.resolve().parent
     cal = {key: _rebase(value, base_dir, out_dir) if key in PATH_KEYS else value
@@ -84,7 +106,7 @@ def calibrate(req: Request) -> dict:
         if files:
             kept = _as_list(cal.get(key)) if req.append else []
             cal[key] = kept + [f for f in files if f not in kept]
-    cal.update(host)
+    cal.update(scalars)
     data["calibration"] = cal
     if req.name:
         data["name"] = req.name
@@ -102,21 +124,22 @@ def _check_inputs(req: Request) -> None:
         read_nccl_log(f)
 
 
-def read_host(path: str) -> dict[str, float]:
-    """The host floor values of a `simsp profile host --out` file, checked."""
+def read_measured(path: str, kind: Measured) -> dict[str, float]:
+    """The values of a measured-lines file (`simsp profile host|optimizer --out`), checked."""
     values = read_yaml(path)
+    holds = f"{', '.join(kind.keys)} in {kind.unit}"
     if not isinstance(values, dict) or not values:
-        raise InputError(path, "file", type(values).__name__, f"must map {', '.join(HOST_KEYS)} to microseconds")
+        raise InputError(path, "file", type(values).__name__, f"must map {holds}")
     for key, value in values.items():
-        if key not in HOST_KEYS:
-            raise InputError(path, key, value, f"unknown key; a host floor file holds {', '.join(HOST_KEYS)}")
+        if key not in kind.keys:
+            raise InputError(path, key, value, f"unknown key; a {kind.option} file holds {holds}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise InputError(path, key, value, "must be a non-negative number of microseconds")
+            raise InputError(path, key, value, f"must be a non-negative number of {kind.unit}")
     return {key: float(value) for key, value in values.items()}
 
 
-def host_source(path: str) -> list[str]:
-    """The provenance comments of a host floor file (`simsp profile host` writes them first)."""
+def measured_source(path: str) -> list[str]:
+    """The provenance comments of a measured-lines file (the profiler writes them first)."""
     lines = [line.strip() for line in Path(path).read_text().splitlines()]
     return [line for line in lines if line.startswith("#")] or [f"# from {path}"]
 
@@ -215,12 +238,18 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         end += 1
     body = [line for line in lines[start + 1:end] if line.strip() and not line.lstrip().startswith("#")]
     indent = " " * (len(body[0]) - len(body[0].lstrip())) if body else "  "
-    host = tuple(k for k in HOST_KEYS if k in data["calibration"]) if req.host else ()
-    for key in PATH_KEYS + host:
+    measured_keys: tuple[str, ...] = ()
+    firsts = {}  # the first key of each measured file written, with the file and what it holds
+    for kind, path in req.measured():
+        written = [k for k in kind.keys if k in data["calibration"]]
+        firsts[written[0]] = (kind, path)
+        measured_keys += tuple(written)
+    for key in PATH_KEYS + measured_keys:
         new = [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
-        if host and key == host[0]:
-            end = _drop_host_source(lines, start, end, indent, key)
-            new[:0] = [indent + line for line in host_source(req.host)]
+        if key in firsts:
+            kind, path = firsts[key]
+            end = _drop_source(lines, start, end, indent, key, kind.source)
+            new[:0] = [indent + line for line in measured_source(path)]
         i = _find(lines, start + 1, end, indent, key)
         if i is None:
             lines[end:end] = new
@@ -232,14 +261,14 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def _drop_host_source(lines, start: int, end: int, indent: str, key: str) -> int:
-    """Remove the old provenance above `key` (the comment lines from `# measured by simsp
-    profile host` down to it), since the new file's replaces it; return the section's new end."""
+def _drop_source(lines, start: int, end: int, indent: str, key: str, source: str) -> int:
+    """Remove the old provenance above `key` (the comment lines from the one starting with
+    `source` down to it), since the new file's replaces it; return the section's new end."""
     i = _find(lines, start + 1, end, indent, key)
     j = i
     while i is not None and j > start + 1 and lines[j - 1].strip().startswith("#"):
         j -= 1
-        if lines[j].strip().startswith(HOST_SOURCE):
+        if lines[j].strip().startswith(source):
             del lines[j:i]
             return end - (i - j)
     return end

@@ -1,4 +1,4 @@
-"""`simsp profile gemm | collectives | host` and `simsp calibrate`: `register(sub)` adds them to the CLI.
+"""`simsp profile gemm | collectives | host | optimizer` and `simsp calibrate`: `register(sub)` adds them to the CLI.
 
 Importing this module needs no torch; the profile commands ask for it when they run and, without
 it, fail with one line (`simsp: error: the profiler needs torch: ...`, exit 2).
@@ -16,6 +16,7 @@ from simsp.errors import InputError
 PROFILE_HELP = "measure GEMMs or collectives with torch and write calibration files"
 GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
 HOST_HELP = "time the host (framework) work of one layer's passes -> hardware YAML calibration lines"
+OPTIMIZER_HELP = "time a fused Adam update over a rank's parameters -> hardware YAML calibration line"
 COLLECTIVES_HELP = "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
 CALIBRATE_HELP = "write a hardware YAML whose calibration points at measured files"
 
@@ -25,7 +26,7 @@ def register(sub) -> None:
     from simsp.cli import _add_workload_args
 
     prof = sub.add_parser("profile", help=PROFILE_HELP, description=PROFILE_HELP)
-    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives,host}")
+    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives,host,optimizer}")
 
     g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
     _add_workload_args(g)
@@ -53,6 +54,14 @@ def register(sub) -> None:
     o.add_argument("--out", help="also write the lines to this YAML file (for `simsp calibrate --host`)")
     o.set_defaults(func=cmd_profile_host, _parser=o)
 
+    a = what.add_parser("optimizer", help=OPTIMIZER_HELP, description=OPTIMIZER_HELP)
+    a.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    a.add_argument("--params", type=float, help="parameters to update (default 5e8 on a GPU, 2e7 on the CPU)")
+    a.add_argument("--hidden", type=int, help="hidden size of the layers they are shaped as (default 2048 / 512)")
+    a.add_argument("--repeats", type=int, help="steps per timing round (default 20 on a GPU, 3 on the CPU)")
+    a.add_argument("--out", help="also write the lines to this YAML file (for `simsp calibrate --optimizer`)")
+    a.set_defaults(func=cmd_profile_optimizer, _parser=a)
+
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
     k.add_argument("--hardware", required=True, help="base hardware YAML")
     k.add_argument("--gemm", help="GEMM table CSV (simsp profile gemm)")
@@ -61,6 +70,7 @@ def register(sub) -> None:
     k.add_argument("--nvlink", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured inside one node")
     k.add_argument("--infiniband", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured across nodes")
     k.add_argument("--host", metavar="YAML", help="host floor lines written by `simsp profile host --out`")
+    k.add_argument("--optimizer", metavar="YAML", help="fused Adam rate written by `simsp profile optimizer --out`")
     k.add_argument("--append", action="store_true", help="add the logs to the base file's lists instead of replacing them")
     k.add_argument("--name", help="the new file's `name:` (default: the base file's)")
     k.add_argument("--out", required=True, help="new hardware YAML to write")
@@ -153,12 +163,23 @@ def cmd_profile_host(args) -> None:
 
     if args.repeats < 1:
         raise InputError("--repeats", "repeats", args.repeats, "must be a positive integer")
-    times = measure(args.device, args.repeats)
-    text = "\n".join(times.yaml_lines(command_line(args))) + "\n"
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+    _emit(measure(args.device, args.repeats).yaml_lines(command_line(args)), args.out)
+
+
+def cmd_profile_optimizer(args) -> None:
+    """`simsp profile optimizer`: the fused Adam rate, printed as a hardware YAML calibration line."""
+    from simsp.profiler.optimizer import measure
+
+    _emit(measure(args.device, args.params, args.hidden, args.repeats).yaml_lines(command_line(args)), args.out)
+
+
+def _emit(lines: list[str], out: str | None) -> None:
+    """Print calibration lines; with `out`, also write them there for `simsp calibrate`."""
+    text = "\n".join(lines) + "\n"
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     print(text, end="")
 
 
@@ -168,7 +189,7 @@ def cmd_calibrate(args) -> None:
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 
     req = Request(args.hardware, args.out, args.gemm, args.gemm_model, tuple(args.nvlink), tuple(args.infiniband),
-                  args.append, args.name, command_line(args), args.host)
+                  args.append, args.name, command_line(args), args.host, args.optimizer)
     w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing
     cal = calibrate(req)
     listed = ", ".join(f"{key}: {f'{len(v)} path(s)' if isinstance(v, list) else v}" for key, v in cal.items()
