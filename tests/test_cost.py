@@ -144,3 +144,20 @@ def test_optimizer_step_runs_adam_at_its_measured_rate(workloads, hardware, dist
         assert st.optimizer_s(w, cost, 0) == pytest.approx(rest + 28 * shard / (rate * 1e9), rel=1e-12)
     curve = CostModel(dataclasses.replace(hardware, calibration=dataclasses.replace(hardware.calibration, adam_gbps=0)))
     assert st.optimizer_s(w, curve, 0) < st.optimizer_s(w, CostModel(hardware), 0)  # A100's 1468 < 0.83 x 2039
+
+
+def test_no_gemm_runs_above_the_best_rate_measured_on_the_gpu(workloads, cost, hardware):
+    """The model's shape trend times a neighbour's measured/model ratio put the 22B QKV forward
+    (8192 x 2304 x 6144) at 290 TFLOP/s, above the A100's measured maximum (MAMF 271.2)."""
+    from simsp.cost.compute import attention_grad_shapes, gemm_grad_shapes
+    ceiling = hardware.gpu.gemm_max_tflops
+    assert cost.compute.ceiling_tflops == ceiling  # gemm.csv was capped at the MAMF when derived
+    for w in workloads.values():
+        for op in build_layer(w.model, w.parallel, w.training.micro_batch):
+            if op.gemm is None:
+                continue
+            grads = gemm_grad_shapes(op.gemm) if op.kind == "gemm" else [(g, FORWARD) for g in attention_grad_shapes(op.gemm)]
+            for g, layout in [(op.gemm, FORWARD), *grads]:
+                assert g.flops / cost.compute.gemm(g, layout).seconds / 1e12 <= ceiling * (1 + 1e-12), (w.name, op.name)
+    qkv = Gemm(8192, 2304, 6144)
+    assert cost.compute.tflops(qkv, FORWARD) == (ceiling, "table")

@@ -65,6 +65,10 @@ class ComputeModel:
         self.measured = read_gemm_table(cal.gemm) if cal.gemm else None
         self.model = read_gemm_table(cal.gemm_model) if cal.gemm_model else None
         self.residual = _residuals(self.measured, self.model) if self.measured and self.model else None
+        # No shape runs faster than the best rate measured on this GPU (its MAMF, or the table's
+        # own best): the model's shape trend times a neighbour's ratio can otherwise exceed it.
+        best = max((p.tflops for p in self.measured.points), default=0.0) if self.measured else 0.0
+        self.ceiling_tflops = max(hw.gpu.gemm_max_tflops, best)
         self.launch_s = hw.calibration.kernel_launch_us * US
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
@@ -78,7 +82,12 @@ class ComputeModel:
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
         model's shape trend (tile and wave quantisation) scaled by the measured/model ratio of
-        the nearby measured points; else the measurements alone; else the model alone."""
+        the nearby measured points; else the measurements alone; else the model alone; never
+        above the ceiling."""
+        rate, source = self._uncapped_tflops(g, layout)
+        return (min(rate, self.ceiling_tflops) if rate else rate), source
+
+    def _uncapped_tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         shape = (g.m, g.n, g.k, g.batch, layout)
         modeled = self.model.lookup_tflops(*shape) if self.model else None
         if self.residual and modeled:
