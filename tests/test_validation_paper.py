@@ -67,7 +67,7 @@ def table5(workloads, hardware):
 # Known gap, measured and reported: the 22B present-work iteration comes out 3.1% low (within
 # the 5% bound): its layers are 10 ms short of Table 4's, and the work outside them is ~101 ms in
 # simsp against ~126 ms implied by the paper's Tables 4 and 5; on a 1.1 s iteration that puts its
-# MFU 1.50 and HFU 1.53 points high (MFU 43.001% against 41.5%: just outside 1.5 points).
+# MFU 1.496 points high (inside 1.5) and its HFU 1.53 (outside).
 KNOWN_MFU_GAPS = {"gpt-22b"}
 
 
@@ -93,9 +93,10 @@ def test_table5_mfu_hfu_of_present_work(table5):
             assert abs(present.mfu() - pm) <= 0.015 and abs(present.hfu() - ph) <= 0.015, name
 
 
-@pytest.mark.xfail(strict=True, reason="22B MFU/HFU 1.50/1.53 points high (see KNOWN_MFU_GAPS)")
-def test_table5_22b_mfu_within_1_5_points(table5):
-    assert abs(table5["gpt-22b"][1].mfu() - TABLE5_MFU_HFU["gpt-22b"][0]) <= 0.015
+@pytest.mark.xfail(strict=True, reason="22B HFU 1.53 points high, MFU 1.496 (see KNOWN_MFU_GAPS)")
+def test_table5_22b_mfu_and_hfu_within_1_5_points(table5):
+    present, (pm, ph) = table5["gpt-22b"][1], TABLE5_MFU_HFU["gpt-22b"]
+    assert abs(present.mfu() - pm) <= 0.015 and abs(present.hfu() - ph) <= 0.015
 
 
 def test_mfu_formula_reproduces_the_papers_mfu_from_the_papers_times(workloads, hardware):

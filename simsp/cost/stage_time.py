@@ -24,13 +24,20 @@ STEP_OTHER_BYTES = 14.0
 master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed for the next
 iteration (4)."""
 
+EMBEDDING_GRAD_BYTES = 12.0
+"""A lookup table's gradient, per element and microbatch: torch's embedding backward zeroes a
+dense bf16 gradient of the whole (word-shard or position) table (2) before scattering into it,
+and Megatron's DDP hook adds it into the fp32 main grad (`main_grad.add_(grad)`: read 2 + 4,
+write 4). The tied output layer's gradient is fused into the main grad by its GEMM instead."""
+
 CROSS_ENTROPY_FWD_BYTES = 38.0
 """Megatron's vocab-parallel cross-entropy forward, bytes per logit: bf16 -> fp32 (2 + 4), max
 (4), subtract (4 + 4), exp in place (4 + 4), sum (4), divide in place for backward (4 + 4)."""
 
-CROSS_ENTROPY_BWD_BYTES = 22.0
-"""Its backward per logit: softmax minus one-hot (4 + 4), times the loss gradient (4 + 4),
-to bf16 for the logits GEMM (4 + 2)."""
+CROSS_ENTROPY_BWD_BYTES = 14.0
+"""Its backward per logit: the saved softmax times the loss gradient in place (4 + 4), to bf16
+for the logits GEMM (4 + 2). Subtracting the one-hot target indexes one logit a token
+(`grad_2d[arange_1d, masked_target_1d] -= ...`), not a pass over all of them."""
 
 
 @dataclass(frozen=True)
@@ -74,15 +81,17 @@ def _tp_collective(w, cost, place, op, nbytes):
 
 def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
     """(forward, backward) of the first stage's embedding: vocab-parallel lookup, its TP
-    all-reduce (reduce-scatter under SP), position add and dropout; backward scatters into the
-    embedding gradient."""
+    all-reduce (reduce-scatter under SP), position add and dropout; backward scatters the token
+    gradients into dense table gradients and adds those to the fp32 main grads."""
     x = BYTES_16BIT * _sbh(w)
     seq = w.parallel.tp if w.parallel.sequence_parallel else 1
     comm = _tp_collective(w, cost, place, "reduce_scatter" if seq > 1 else "all_reduce", x)
     mb = cost.compute.memory_bound
     fwd = mb(x).seconds + comm + mb(3.5 * x / seq).seconds
     bwd = mb(2.5 * x / seq).seconds + (_tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0)
-    bwd += mb(x + 2 * x).seconds  # gather grads and accumulate into the fp32 embedding gradient
+    bwd += mb(x + 2 * x).seconds  # mask the other shards' tokens, scatter-add the token gradients
+    tables = (w.model.vocab // w.parallel.tp + w.model.seq_len) * w.model.hidden  # word shard + positions
+    bwd += mb(EMBEDDING_GRAD_BYTES * tables).seconds
     return fwd, bwd
 
 
