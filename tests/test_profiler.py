@@ -274,31 +274,41 @@ host_recompute_selective_us: 300.0
 """
 
 
-def test_calibrate_host_replaces_the_floor_and_its_provenance(tmp_path, cli):
-    host = tmp_path / "host.yaml"
+ADAM_FILE = """\
+# measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
+adam_gbps: 3500
+"""
+
+
+def test_calibrate_replaces_measured_values_and_their_provenance(tmp_path, cli):
+    host, adam, out = tmp_path / "host.yaml", tmp_path / "adam.yaml", tmp_path / "new.yaml"
     host.write_text(HOST_FILE)
-    out = tmp_path / "new.yaml"
-    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 0
+    adam.write_text(ADAM_FILE)
+    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--optimizer", str(adam),
+                "--out", str(out)]) == 0
     cal = load_hardware(out).calibration
     assert (cal.host_forward_us, cal.host_backward_us, cal.host_recompute_full_us,
-            cal.host_recompute_selective_us) == (900.5, 1500.0, 950.0, 300.0)
+            cal.host_recompute_selective_us, cal.adam_gbps) == (900.5, 1500.0, 950.0, 300.0, 3500.0)
     text = out.read_text()
-    assert text.count("# measured by `simsp profile host") == 1 and "on NVIDIA H200" in text
-    assert "no CUDA kernel-launch" not in text  # the CPU measurement's caveat went with it
-    assert "# Host (framework) floor of one layer" in text  # the base file's explanation stays
+    assert text.count("# measured by `simsp profile host") == 1 and text.count("on NVIDIA H200") == 2
+    assert text.count("adam_gbps:") == 1
+    assert "no CUDA kernel-launch" not in text and "BERT-345M" not in text  # the old provenance went
+    assert "# Host (framework) floor of one layer" in text  # the base file's explanations stay
+    assert "# Fused Adam update, 28 bytes a parameter" in text
 
 
-@pytest.mark.parametrize("body, key", [("host_forward_us: -3\n", "host_forward_us"),
-                                       ("host_fwd_us: 3\n", "host_fwd_us"),
-                                       ("host_backward_us: fast\n", "host_backward_us"),
-                                       ("- 1\n", "file")])
-def test_calibrate_refuses_a_bad_host_file_and_writes_nothing(tmp_path, cli, capsys, body, key):
-    host = tmp_path / "host.yaml"
-    host.write_text(body)
+@pytest.mark.parametrize("option, body, key", [
+    ("--host", "host_forward_us: -3\n", "host_forward_us"), ("--host", "host_fwd_us: 3\n", "host_fwd_us"),
+    ("--host", "host_backward_us: fast\n", "host_backward_us"), ("--host", "- 1\n", "file"),
+    ("--optimizer", "adam_gbps: -3\n", "adam_gbps"), ("--optimizer", "host_forward_us: 3\n", "host_forward_us"),
+    ("--optimizer", "adam_gbps: fast\n", "adam_gbps"), ("--optimizer", "- 1\n", "file")])
+def test_calibrate_refuses_a_bad_measured_file_and_writes_nothing(tmp_path, cli, capsys, option, body, key):
+    measured = tmp_path / "measured.yaml"
+    measured.write_text(body)
     out = tmp_path / "new.yaml"
-    assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 2
+    assert cli(["calibrate", "--hardware", str(BASE_HW), option, str(measured), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "host.yaml" in err[0] and key in err[0]
+    assert len(err) == 1 and "measured.yaml" in err[0] and key in err[0]
     assert not out.exists() and not (tmp_path / "calibration").exists()
 
 
@@ -311,37 +321,6 @@ def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
     assert cli(["calibrate", "--hardware", str(BASE_HW), "--host", str(host), "--out", str(out)]) == 0
     values = yaml.safe_load(host.read_text())
     assert load_hardware(out).calibration.host_forward_us == values["host_forward_us"]
-
-
-ADAM_FILE = """\
-# measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
-adam_gbps: 3500
-"""
-
-
-def test_calibrate_optimizer_replaces_the_rate_and_its_provenance(tmp_path, cli):
-    adam = tmp_path / "adam.yaml"
-    adam.write_text(ADAM_FILE)
-    out = tmp_path / "new.yaml"
-    assert cli(["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]) == 0
-    assert load_hardware(out).calibration.adam_gbps == 3500.0
-    text = out.read_text()
-    assert text.count("adam_gbps:") == 1 and "on NVIDIA H200" in text
-    assert "BERT-345M" not in text  # the shipped value's provenance went with it
-    assert "# Fused Adam update, 28 bytes a parameter" in text  # the base file's explanation stays
-    assert "# measured by `simsp profile host" in text  # the host floor's provenance is not touched
-
-
-@pytest.mark.parametrize("body, key", [("adam_gbps: -3\n", "adam_gbps"), ("host_forward_us: 3\n", "host_forward_us"),
-                                       ("adam_gbps: fast\n", "adam_gbps"), ("- 1\n", "file")])
-def test_calibrate_refuses_a_bad_optimizer_file_and_writes_nothing(tmp_path, cli, capsys, body, key):
-    adam = tmp_path / "adam.yaml"
-    adam.write_text(body)
-    out = tmp_path / "new.yaml"
-    assert cli(["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "adam.yaml" in err[0] and key in err[0]
-    assert not out.exists()
 
 
 def test_optimizer_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):

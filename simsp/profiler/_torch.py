@@ -3,6 +3,7 @@
 import datetime
 import platform
 import sys
+import time
 
 from simsp.errors import InputError
 
@@ -49,6 +50,24 @@ def _cpu_model() -> str:
 def versions(torch) -> str:
     """'torch 2.4.0, CUDA 12.4' (or 'CUDA none' for a CPU build)."""
     return f"torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}"
+
+
+def fastest_s(torch, device: str, fn, repeats: int, warmup: int, rounds: int = 7) -> float:
+    """Seconds per call of `fn`: the fastest of `rounds` rounds of the mean over `repeats` calls,
+    after `warmup` untimed calls, the device synchronised around each round (a floor or a peak
+    rate is a best case: slower rounds are other processes taking the core or the bus)."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(rounds):
+        sync()
+        t = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t) / repeats)
+    return best
 
 
 def today() -> str:

@@ -9,10 +9,9 @@ full (whole layer checkpointed) and selective (core attention checkpointed) reco
 with reentrant checkpointing as Megatron-LM's `tensor_parallel.checkpoint`.
 """
 
-import time
 from dataclasses import dataclass
 
-from simsp.profiler._torch import device_name, require_torch, today, versions
+from simsp.profiler._torch import device_name, fastest_s, require_torch, today, versions
 
 TINY = {"hidden": 64, "heads": 2, "seq": 16, "batch": 1}
 
@@ -79,20 +78,8 @@ def _layer(torch, device):
 
 
 def _per_call_us(torch, device, fn, repeats: int) -> float:
-    """Fastest of 7 rounds of the mean wall time per call, after warm-up, device synchronised
-    (the host floor is a minimum: slower rounds are other processes taking the core)."""
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    for _ in range(max(20, repeats // 10)):
-        fn()
-    rounds = []
-    for _ in range(7):
-        sync()
-        t = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - t) / repeats * 1e6)
-    return min(rounds)
+    """Microseconds per call: fastest of 7 rounds after warm-up (the host floor is a minimum)."""
+    return fastest_s(torch, device, fn, repeats, warmup=max(20, repeats // 10)) * 1e6
 
 
 def measure(device: str = "cpu", repeats: int = 500) -> HostTimes:

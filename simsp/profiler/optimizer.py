@@ -11,11 +11,10 @@ weights with their biases and two layer-norms (12h² + 13h values), as many laye
 `params`. torch's fused AdamW runs them (its foreach form where the build has no fused kernel).
 """
 
-import time
 from dataclasses import dataclass
 
 from simsp.errors import InputError
-from simsp.profiler._torch import device_name, require_torch, today, versions
+from simsp.profiler._torch import device_name, fastest_s, require_torch, today, versions
 
 ADAM_BYTES = 28
 """fp32 grad, master, m, v read and master, m, v written, per parameter."""
@@ -80,7 +79,7 @@ def measure(device: str = "cpu", params: float | None = None, hidden: int | None
     for p in weights:
         p.grad = torch.randn_like(p) * 1e-3
     opt, implementation = _adamw(torch, weights)
-    step_s = _fastest(torch, device, opt.step, repeats)
+    step_s = fastest_s(torch, device, opt.step, repeats, warmup=2, rounds=5)  # the first step makes the moments
     n = sum(p.numel() for p in weights)
     return AdamRate(ADAM_BYTES * n / step_s / 1e9, step_s * 1e3, n, len(weights), implementation,
                     _copy_gbps(torch, device, min(n, COPY_MAX_ELEMENTS), repeats),
@@ -102,25 +101,8 @@ def _adamw(torch, weights):
         return torch.optim.AdamW(weights, lr=1e-4, weight_decay=0.01, foreach=True), "torch.optim.AdamW(foreach=True)"
 
 
-def _fastest(torch, device: str, fn, repeats: int) -> float:
-    """Seconds per call: the fastest of 5 rounds of `repeats` calls, after 2 warm-up calls (the
-    first creates Adam's moments), device synchronised around each round."""
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    for _ in range(2):
-        fn()
-    rounds = []
-    for _ in range(5):
-        sync()
-        t = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - t) / repeats)
-    return min(rounds)
-
-
 def _copy_gbps(torch, device: str, elements: int, repeats: int) -> float:
     """GB/s of a streaming fp32 copy of `elements` (4 bytes read and 4 written each)."""
     src = torch.ones(elements, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    return 8 * elements / _fastest(torch, device, lambda: dst.copy_(src), repeats) / 1e9
+    return 8 * elements / fastest_s(torch, device, lambda: dst.copy_(src), repeats, warmup=2, rounds=5) / 1e9
