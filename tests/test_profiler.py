@@ -336,6 +336,15 @@ def test_optimizer_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
     assert load_hardware(out).calibration.adam_gbps == values["adam_gbps"]
 
 
+@pytest.mark.parametrize("what", ["host", "optimizer"])
+def test_time_profiles_refuse_a_device_this_machine_lacks(cli, capsys, what):
+    torch = pytest.importorskip("torch")
+    wanted = f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available() else "cuda"
+    assert cli(["profile", what, "--device", wanted]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--device" in err[0] and wanted in err[0]
+
+
 @pytest.mark.parametrize("flag, value", [("--params", "0"), ("--hidden", "0"), ("--repeats", "0")])
 def test_optimizer_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
     pytest.importorskip("torch")

@@ -29,6 +29,24 @@ def require_torch():
     return torch
 
 
+def resolve_device(torch, name: str | None) -> str:
+    """'cpu' or 'cuda:N' (an index filled in), checked against what this machine has; None
+    means the first GPU where there is one, else the CPU."""
+    name = name or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise InputError("--device", "device", name, "must be cpu, cuda or cuda:N") from None
+    if dev.type == "cpu":
+        return "cpu"
+    if dev.type != "cuda" or not torch.cuda.is_available():
+        raise InputError("--device", "device", name, "needs CUDA, which this torch build or machine lacks")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index >= torch.cuda.device_count():
+        raise InputError("--device", "device", name, f"only {torch.cuda.device_count()} GPU(s) visible")
+    return f"cuda:{index}"
+
+
 def device_name(torch, device: str) -> str:
     """'NVIDIA H100 80GB HBM3' for a CUDA device, else the CPU's name."""
     if device.startswith("cuda"):

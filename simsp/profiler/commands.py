@@ -55,7 +55,7 @@ def register(sub) -> None:
     o.set_defaults(func=cmd_profile_host, _parser=o)
 
     a = what.add_parser("optimizer", help=OPTIMIZER_HELP, description=OPTIMIZER_HELP)
-    a.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    a.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
     a.add_argument("--params", type=float, help="parameters to update (default 5e8 on a GPU, 2e7 on the CPU)")
     a.add_argument("--hidden", type=int, help="hidden size of the layers they are shaped as (default 2048 / 512)")
     a.add_argument("--repeats", type=int, help="steps per timing round (default 20 on a GPU, 3 on the CPU)")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from simsp.calibration import GemmPoint, GemmTable, write_gemm_table
 from simsp.errors import InputError
-from simsp.profiler._torch import Progress, device_name, require_torch, today, versions
+from simsp.profiler._torch import Progress, device_name, require_torch, resolve_device, today, versions
 from simsp.profiler.shapes import Shape
 
 DTYPES = ("bf16", "fp16", "fp32")
@@ -39,7 +39,7 @@ class Settings:
 def default_settings(device: str | None = None, dtype: str | None = None, repeats: int | None = None) -> Settings:
     """GPU: bf16, 20 timed calls after 5; CPU: fp32 (bf16 matmul on CPU is slow), 3 after 1."""
     torch = require_torch()
-    device = _device(torch, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = resolve_device(torch, device)
     gpu = device.startswith("cuda")
     dtype = dtype or ("bf16" if gpu else "fp32")
     if dtype not in DTYPES:
@@ -47,22 +47,6 @@ def default_settings(device: str | None = None, dtype: str | None = None, repeat
     if repeats is not None and repeats < 1:
         raise InputError("--repeats", "repeats", repeats, "must be at least 1")
     return Settings(device, dtype, repeats or (20 if gpu else 3), 5 if gpu else 1)
-
-
-def _device(torch, name: str) -> str:
-    """'cpu' or 'cuda:N' (an index filled in), checked against what this machine has."""
-    try:
-        dev = torch.device(name)
-    except RuntimeError:
-        raise InputError("--device", "device", name, "must be cpu, cuda or cuda:N") from None
-    if dev.type == "cpu":
-        return "cpu"
-    if dev.type != "cuda" or not torch.cuda.is_available():
-        raise InputError("--device", "device", name, "needs CUDA, which this torch build or machine lacks")
-    index = torch.cuda.current_device() if dev.index is None else dev.index
-    if index >= torch.cuda.device_count():
-        raise InputError("--device", "device", name, f"only {torch.cuda.device_count()} GPU(s) visible")
-    return f"cuda:{index}"
 
 
 def operands(torch, shape: Shape, s: Settings):

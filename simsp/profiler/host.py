@@ -11,7 +11,7 @@ with reentrant checkpointing as Megatron-LM's `tensor_parallel.checkpoint`.
 
 from dataclasses import dataclass
 
-from simsp.profiler._torch import device_name, fastest_s, require_torch, today, versions
+from simsp.profiler._torch import device_name, fastest_s, require_torch, resolve_device, today, versions
 
 TINY = {"hidden": 64, "heads": 2, "seq": 16, "batch": 1}
 
@@ -85,6 +85,7 @@ def _per_call_us(torch, device, fn, repeats: int) -> float:
 def measure(device: str = "cpu", repeats: int = 500) -> HostTimes:
     """Host time of the tiny layer's passes on `device` (one CPU thread, as a training rank uses)."""
     torch = require_torch()
+    device = resolve_device(torch, device)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     layer, x = _layer(torch, device)

@@ -14,7 +14,7 @@ weights with their biases and two layer-norms (12h² + 13h values), as many laye
 from dataclasses import dataclass
 
 from simsp.errors import InputError
-from simsp.profiler._torch import device_name, fastest_s, require_torch, today, versions
+from simsp.profiler._torch import device_name, fastest_s, require_torch, resolve_device, today, versions
 
 ADAM_BYTES = 28
 """fp32 grad, master, m, v read and master, m, v written, per parameter."""
@@ -60,10 +60,12 @@ def layer_shapes(hidden: int) -> list[tuple[int, ...]]:
     return [(h,), (h,), (3 * h, h), (3 * h,), (h, h), (h,), (h,), (h,), (4 * h, h), (4 * h,), (h, 4 * h), (h,)]
 
 
-def measure(device: str = "cpu", params: float | None = None, hidden: int | None = None,
+def measure(device: str | None = None, params: float | None = None, hidden: int | None = None,
             repeats: int | None = None) -> AdamRate:
-    """Time torch's fused AdamW over about `params` parameters on `device`; fastest of 5 rounds."""
+    """Time torch's fused AdamW over about `params` parameters on `device` (default: the first GPU
+    where there is one); fastest of 5 rounds."""
     torch = require_torch()
+    device = resolve_device(torch, device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
     d = DEFAULTS[kind]
     params, hidden, repeats = (d[k] if v is None else v for k, v in
