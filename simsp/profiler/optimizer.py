@@ -11,6 +11,7 @@ weights with their biases and two layer-norms (12h² + 13h values), as many laye
 `params`. torch's fused AdamW runs them (its foreach form where the build has no fused kernel).
 """
 
+import math
 from dataclasses import dataclass
 
 from simsp.errors import InputError
@@ -37,7 +38,7 @@ class AdamRate:
     tensors: int
     implementation: str
     copy_gbps: float
-    """A streaming copy of as many bytes on the same device, GB/s, for comparison."""
+    """A streaming fp32 copy (up to 2 GiB moved) on the same device, GB/s, for comparison."""
     device: str
     versions: str
     date: str
@@ -73,7 +74,7 @@ def measure(device: str | None = None, params: float | None = None, hidden: int 
     for name, value in (("params", params), ("hidden", hidden), ("repeats", repeats)):
         if value < 1:
             raise InputError(f"--{name}", name, value, "must be at least 1")
-    per_layer = sum(_numel(s) for s in layer_shapes(hidden))
+    per_layer = sum(math.prod(s) for s in layer_shapes(hidden))
     layers = max(1, round(params / per_layer))
     torch.manual_seed(0)
     weights = [torch.nn.Parameter(torch.randn(s, device=device) * 0.02)
@@ -86,13 +87,6 @@ def measure(device: str | None = None, params: float | None = None, hidden: int 
     return AdamRate(ADAM_BYTES * n / step_s / 1e9, step_s * 1e3, n, len(weights), implementation,
                     _copy_gbps(torch, device, min(n, COPY_MAX_ELEMENTS), repeats),
                     device_name(torch, device), versions(torch), today())
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _adamw(torch, weights):
