@@ -13,7 +13,7 @@ from pathlib import Path
 from simsp.calibration import read_nccl_log
 from simsp.errors import InputError
 
-PROFILE_HELP = "measure GEMMs or collectives with torch and write calibration files"
+PROFILE_HELP = "measure GEMMs, collectives, the host floor or the Adam update with torch -> calibration files"
 GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
 HOST_HELP = "time the host (framework) work of one layer's passes -> hardware YAML calibration lines"
 OPTIMIZER_HELP = "time a fused Adam update over a rank's parameters -> hardware YAML calibration line"
