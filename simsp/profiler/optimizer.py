@@ -14,11 +14,9 @@ weights with their biases and two layer-norms (12h² + 13h values), as many laye
 import math
 from dataclasses import dataclass
 
+from simsp.cost.stage_time import ADAM_BYTES
 from simsp.errors import InputError
 from simsp.profiler._torch import device_name, fastest_s, require_torch, resolve_device, today, versions
-
-ADAM_BYTES = 28
-"""fp32 grad, master, m, v read and master, m, v written, per parameter."""
 
 DEFAULTS = {"cuda": {"params": 500e6, "hidden": 2048, "repeats": 20},
             "cpu": {"params": 20e6, "hidden": 512, "repeats": 3}}
@@ -47,7 +45,7 @@ class AdamRate:
         """Hardware YAML `calibration:` lines, provenance first."""
         lines = [f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}",
                  f"# {self.implementation} over {self.params:,} fp32 parameters in {self.tensors} tensors: "
-                 f"{self.step_ms:.3f} ms a step at {ADAM_BYTES} bytes a parameter",
+                 f"{self.step_ms:.3f} ms a step at {ADAM_BYTES:.0f} bytes a parameter",
                  f"# (a streaming copy on the same device: {self.copy_gbps:.1f} GB/s; "
                  f"the update reaches {self.gbps / self.copy_gbps:.2f} of it)"]
         if self.device.startswith("CPU"):
