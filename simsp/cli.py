@@ -1,58 +1,9 @@
 """Command line: `simsp run | memory | layer ...`. Bad input exits 2 with one line, never a traceback."""
 
-import argparse
-import json
 import sys
 
-from simsp.config import load_hardware, load_workload
+from simsp.arguments import Parser, add_workload_args, load, print_json, write_text
 from simsp.errors import InputError
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit code 2."""
-
-    def error(self, message):
-        print(f"simsp: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def _add_workload_args(p: argparse.ArgumentParser) -> None:
-    """The workload file, the hardware file and DESIGN.md's override flags."""
-    p.add_argument("workload", help="workload YAML (see workloads/)")
-    p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
-    p.add_argument("--tp", type=int)
-    p.add_argument("--pp", type=int)
-    p.add_argument("--dp", type=int)
-    p.add_argument("--sp", dest="sequence_parallel", action="store_true", default=None)
-    p.add_argument("--no-sp", dest="sequence_parallel", action="store_false")
-    p.add_argument("--recompute", choices=("none", "selective", "full"))
-    p.add_argument("--micro-batch", type=int)
-    p.add_argument("--global-batch", type=int)
-    p.add_argument("--schedule", choices=("gpipe", "1f1b", "interleaved"))
-    p.add_argument("--virtual-stages", type=int)
-    p.add_argument("--distributed-optimizer", action="store_true", default=None)
-    p.add_argument("--overlap-dp-comm", action="store_true", default=None,
-                   help="all-reduce DP gradients bucket by bucket during the last backward")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def overrides(args) -> dict:
-    """CLI flags as workload overrides; `--schedule X` without `--virtual-stages` resets chunks to 1."""
-    parallel = {k: getattr(args, k) for k in ("tp", "pp", "dp", "sequence_parallel", "recompute",
-                                                  "schedule", "virtual_stages", "distributed_optimizer", "overlap_dp_comm")}
-    if args.schedule and args.schedule != "interleaved" and args.virtual_stages is None:
-        parallel["virtual_stages"] = 1
-    training = {"micro_batch": args.micro_batch, "global_batch": args.global_batch}
-    return {"parallel": parallel, "training": training}
-
-
-def load(args):
-    """(workload, hardware) from parsed arguments."""
-    return load_workload(args.workload, overrides(args)), load_hardware(args.hardware)
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=False))
 
 
 def cmd_memory(args) -> None:
@@ -62,7 +13,7 @@ def cmd_memory(args) -> None:
 
     w, hw = load(args)
     report = memory_report(w, hw)
-    _print_json(report.to_dict()) if args.json else print(memory_table(w, hw, report))
+    print_json(report.to_dict()) if args.json else print(memory_table(w, hw, report))
 
 
 def cmd_run(args) -> None:
@@ -80,16 +31,7 @@ def cmd_run(args) -> None:
         outputs[args.trace] = chrome_trace_json(result)
     for path, text in outputs.items():  # everything rendered before anything is written
         write_text(path, text)
-    _print_json(result.to_dict()) if args.json else print(run_summary(result))
-
-
-def write_text(path, text: str) -> None:
-    """Write an output file, or raise InputError naming it."""
-    try:
-        with open(path, "w") as f:
-            f.write(text)
-    except OSError as e:
-        raise InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})") from None
+    print_json(result.to_dict()) if args.json else print(run_summary(result))
 
 
 def cmd_layer(args) -> None:
@@ -104,7 +46,7 @@ def cmd_layer(args) -> None:
     place = placement(w, hw.node.gpus)
     lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost_model(hw), w.parallel,
                     place.tp_ranks_per_node)
-    _print_json(layer_dict(lt)) if args.json else print(layer_table(w, hw, lt))
+    print_json(layer_dict(lt)) if args.json else print(layer_table(w, hw, lt))
 
 
 COMMANDS = {
@@ -114,13 +56,13 @@ COMMANDS = {
 }
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> Parser:
     """The whole command line."""
-    top = _Parser(prog="simsp", description="Simulate one training iteration of a large transformer.")
-    sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    top = Parser(prog="simsp", description="Simulate one training iteration of a large transformer.")
+    sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (func, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
-        _add_workload_args(p)
+        add_workload_args(p)
         if name == "run":
             p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
             p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")

@@ -263,7 +263,7 @@ def test_cli_prints_best_table_and_json(tmp_path, capsys):
 
 
 def test_register_adds_both_commands():
-    from simsp.cli import _Parser
+    from simsp.arguments import Parser as _Parser
 
     top = _Parser(prog="simsp")
     sweep.register(top.add_subparsers(dest="command", parser_class=_Parser))

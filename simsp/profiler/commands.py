@@ -23,7 +23,7 @@ CALIBRATE_HELP = "write a hardware YAML whose calibration points at measured fil
 
 def register(sub) -> None:
     """Add `profile` (with `gemm` and `collectives`) and `calibrate` to simsp's subparsers `sub`."""
-    from simsp.cli import _add_workload_args
+    from simsp.arguments import add_workload_args as _add_workload_args
 
     prof = sub.add_parser("profile", help=PROFILE_HELP, description=PROFILE_HELP)
     what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives,host,optimizer}")
@@ -102,7 +102,7 @@ def command_line(args) -> str:
 
 def cmd_profile_gemm(args) -> None:
     """`simsp profile gemm`: time the workload's GEMMs (and a grid) and write a GemmTable CSV."""
-    from simsp.cli import load, overrides
+    from simsp.arguments import load, overrides
     from simsp.config import load_workload
     from simsp.profiler import gemm, shapes
 

@@ -63,7 +63,7 @@ def cmd_sweep(args) -> None:
         if top:
             print(table(top))
     if args.pareto:
-        from simsp.cli import write_text
+        from simsp.arguments import write_text
 
         name = f"{spec.workload.name} on {spec.gpus} GPUs: iteration time vs peak HBM"
         write_text(args.pareto, figure_page(pareto_figure(outcome.rows, name)))
@@ -71,7 +71,7 @@ def cmd_sweep(args) -> None:
 
 def register(sub) -> None:
     """Add `sweep` and `compare` to the CLI's subparsers (cli.parser() calls this)."""
-    from simsp import cli
+    from simsp import arguments
     from simsp import sweep as package
 
     p = sub.add_parser("sweep", help="evaluate a grid of configurations",
@@ -92,6 +92,6 @@ def register(sub) -> None:
 
     c = sub.add_parser("compare", help="one workload on several machines", conflict_handler="resolve",
                        description="One workload on several hardware files: time, MFU, peak HBM, fits.")
-    cli._add_workload_args(c)
+    arguments.add_workload_args(c)
     c.add_argument("--hardware", nargs="+", metavar="HW.yaml", help="hardware YAMLs (default the DGX A100 80GB)")
     c.set_defaults(func=cmd_compare)

@@ -21,7 +21,7 @@ def compare_table(results) -> str:
 
 def cmd_compare(args) -> None:
     """`simsp compare`: one workload on several machines."""
-    from simsp.cli import overrides
+    from simsp.arguments import overrides
     from simsp.config import load_hardware, load_workload
     from simsp.report import describe, run
 
