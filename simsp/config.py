@@ -5,6 +5,7 @@ Every problem is raised as one InputError naming the file, the key, the value an
 
 import dataclasses
 import glob
+import json
 import typing
 from pathlib import Path
 
@@ -85,8 +86,11 @@ def build(cls, data, file, prefix=""):
                 raise InputError(file, key, None, "is required")
             continue
         kind = hints[name]
+        allow_zero = (has_default and f.default == 0) or f.metadata.get("allow_zero", False)
         if kind in (int, float, bool, str):
-            values[name] = _check_scalar(file, key, data[name], kind, allow_zero=has_default and f.default == 0)
+            values[name] = _check_scalar(file, key, data[name], kind, allow_zero=allow_zero)
+        elif kind == bool | str:
+            values[name] = data[name] if isinstance(data[name], bool) else _check_scalar(file, key, data[name], str, False)
         elif kind == tuple[str, ...]:
             items = data[name] if isinstance(data[name], list) else [data[name]]
             values[name] = tuple(_check_scalar(file, key, v, str, False) for v in items)
@@ -108,18 +112,60 @@ def _unknown_top(data, file, known):
             raise InputError(file, key, data[key], f"unknown key; known: {', '.join(known)}")
 
 
+def read_json(path) -> dict:
+    """Load a JSON object (a Hugging Face config.json), or raise InputError."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise InputError(path, "file", str(path), f"is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "file", type(data).__name__, "must be a JSON object")
+    return data
+
+
+def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
+    """The `model:` mapping, with `hf_config: PATH` (relative to the workload file) expanded
+    into its fields and the mapping's own keys, then the CLI's, laid over them.
+
+    `--model PATH` (relative to the working directory) replaces the model but keeps seq_len."""
+    section = data.get("model")
+    if section is None:
+        raise InputError(file, "model", None, "is required")
+    if not isinstance(section, dict):
+        raise InputError(file, "model", section, "must be a mapping")
+    section = dict(section)
+    given = {k: v for k, v in model_overrides.items() if v is not None}
+    if "hf_config" in given:
+        section = {"seq_len": section["seq_len"]} if "seq_len" in section else {}
+        section["hf_config"] = str(Path(given.pop("hf_config")).resolve())
+    if "hf_config" in section:
+        from simsp.hf_config import model_fields
+
+        hf_path = Path(file).parent / _check_scalar(file, "model.hf_config", section.pop("hf_config"), str, False)
+        section = {**model_fields(read_json(hf_path), str(hf_path)), **section}
+    section.update(given)
+    return build(ModelSpec, section, file, prefix="model.")
+
+
 def load_workload(path, overrides: dict | None = None) -> Workload:
-    """Read a workload YAML, apply CLI overrides ({'parallel': {...}, 'training': {...}}), validate."""
+    """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...}, 'training': {...}}),
+    validate."""
     data = read_yaml(path)
     _unknown_top(data, path, ("name", "model", "training", "parallel"))
-    for section, values in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    model_overrides = overrides.pop("model", {}) or {}
+    for section, values in overrides.items():
         merged = dict(data.get(section) or {})
         merged.update({k: v for k, v in values.items() if v is not None})
         data[section] = merged
     name = _check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
     w = Workload(
         name=name,
-        model=_section(data, path, "model", ModelSpec),
+        model=_model_section(data, path, model_overrides),
         training=_section(data, path, "training", TrainingSpec),
         parallel=build(ParallelSpec, data.get("parallel", {}), path, prefix="parallel."),
     )
@@ -148,6 +194,8 @@ def load_hardware(path=None) -> HardwareSpec:
         cal,
         gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
         gemm_model=_resolve_paths(path, "calibration.gemm_model", [cal.gemm_model], folder)[0] if cal.gemm_model else "",
+        flash_attention=(_resolve_paths(path, "calibration.flash_attention", [cal.flash_attention], folder)[0]
+                         if cal.flash_attention else ""),
         nvlink=_resolve_paths(path, "calibration.nvlink", cal.nvlink, folder),
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )

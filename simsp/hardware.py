@@ -56,6 +56,10 @@ class CalibrationSpec:
     """Measured GEMM table (CSV: m, n, k, batch, layout, tflops); empty means none."""
     gemm_model: str = ""
     """Modeled GEMM table for shapes the measured one does not cover, used before the roofline."""
+    flash_attention: str = ""
+    """Measured FlashAttention throughput (CSV: gpu, kernel, head_dim, seq_len, causal, direction,
+    tflops, source; FLOPs counted as the flash-attention benchmarks count them); empty means
+    FlashAttention is costed as its two batched GEMMs from the GEMM tables."""
     nvlink: tuple[str, ...] = ()
     """nccl-tests logs measured inside one node."""
     infiniband: tuple[str, ...] = ()

@@ -8,13 +8,17 @@ distributed optimizer (Megatron-LM docs, dist_optimizer.md).
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from simsp import layer as L
 from simsp.hardware import HardwareSpec
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
+from simsp.params import stage_params
 from simsp.schedule import build, warmup_1f1b, warmup_interleaved
 from simsp.workload import Workload
+
+_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -72,13 +76,19 @@ def saved_tensors(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) ->
 
 def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
     """One layer, one microbatch, one GPU: the rows of the paper's Table 2, from the op list."""
+    return _per_layer_bytes(model, parallel.for_layer(), micro_batch)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
 
 
 def end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
     """(first stage's embedding, last stage's output layer) activation bytes per microbatch (§4.3)."""
     return tuple(sum(L.stored_bytes(s, parallel) for s in saves)
-                 for saves in (L.embedding_saves(model, micro_batch), L.output_saves(model, micro_batch)))
+                 for saves in (L.embedding_saves(model, micro_batch),
+                               L.output_saves(model, parallel.tp, micro_batch)))
 
 
 def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
@@ -104,40 +114,26 @@ def weight_bytes_per_param(parallel: ParallelSpec) -> float:
     return 6 + 12 / parallel.dp if parallel.distributed_optimizer else 18.0
 
 
-def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
-    """Parameters one TP rank of a stage holds: its layers / t, plus embeddings on the end stages."""
-    t, p, h = parallel.tp, parallel.pp, model.hidden
-    params = (model.layers // p) * layer_params_per_rank(model, t)
-    if stage == 0:
-        params += model.vocab * h / t + model.seq_len * h  # vocab-parallel words, replicated positions
-    if stage == p - 1:
-        params += 2 * h  # final layer-norm
-        if p > 1 or not model.tied_embeddings:
-            params += model.vocab * h / t  # output layer (a tied copy on the last stage when p > 1)
-    return params
-
-
-def layer_params_per_rank(model: ModelSpec, t: int) -> float:
-    """One layer on one TP rank: sharded weights and column biases / t; row biases and norms whole."""
-    h, f = model.hidden, model.ffn
-    sharded = 3 * h * h + 3 * h + h * h + h * f + f + f * h
-    return sharded / t + h + h + 4 * h
-
-
-def _stage_activation_walk(w: Workload, stage: int, chunk_bytes: float, extra_first: float,
-                           extra_last: float) -> float:
-    """Peak of a stage's activation bytes, walking its schedule (needed where chunks differ)."""
-    p, v = w.parallel.pp, w.parallel.chunks
-    held = peak = 0.0
-    for a in build(w.parallel.schedule, p, w.microbatches, v)[stage]:
-        size = chunk_bytes + (extra_first if a.chunk == 0 else 0.0) + (extra_last if a.chunk == v - 1 else 0.0)
-        held += size if a.kind == "F" else -size
-        peak = max(peak, held)
-    return peak
+@lru_cache(maxsize=_CACHE_SIZE)
+def interleaved_counts(p: int, m: int, v: int, stage: int) -> tuple[tuple[int, int, int], ...]:
+    """(chunk-microbatches, of them chunk 0, of them chunk v-1) held after each forward of an
+    interleaved stage, walking its schedule; only the non-dominated triples (one of them is the
+    peak whatever the bytes of the end chunks)."""
+    held = [0, 0, 0]
+    seen = set()
+    for a in build("interleaved", p, m, v)[stage]:
+        d = 1 if a.kind == "F" else -1
+        held[0] += d
+        held[1] += d * (a.chunk == 0)
+        held[2] += d * (a.chunk == v - 1)
+        if d > 0:
+            seen.add(tuple(held))
+    return tuple(x for x in seen if not any(y != x and all(i >= j for i, j in zip(y, x)) for y in seen))
 
 
 def stage_activation_bytes(w: Workload, stage: int) -> float:
-    """Activation peak of one stage: in-flight chunk-microbatches x their layers, plus end-stage extras."""
+    """Activation peak of one stage: in-flight chunk-microbatches x their layers, plus the
+    end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
     chunk = w.layers_per_chunk * activation_per_layer_bytes(model, par, b)
@@ -147,17 +143,32 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     first = emb if stage == 0 else 0.0
     last = out if stage == p - 1 else 0.0
     if v > 1 and (first or last):
-        return _stage_activation_walk(w, stage, chunk, first, last)
+        return max(n * chunk + n0 * first + nl * last for n, n0, nl in interleaved_counts(p, w.microbatches, v, stage))
     count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)
     last_count = 1 if par.schedule != "gpipe" else count  # 1F1B's last stage holds one microbatch
     return count * (chunk + first) + last_count * last
 
 
+def stage_memory(w: Workload, stage: int) -> StageMemory:
+    """One stage's weights and optimizer state and its activation peak."""
+    return StageMemory(stage, stage_params(w.model, w.parallel, stage) * weight_bytes_per_param(w.parallel),
+                       stage_activation_bytes(w, stage))
+
+
+def peak_candidates(p: int) -> tuple[int, ...]:
+    """Stages that can hold the HBM peak: 0, 1 and p - 1. Middle stages hold the same weights,
+    and no more in-flight activations than stage 1 (the count falls with the stage under 1F1B
+    and interleaving, and is constant under GPipe)."""
+    return tuple(sorted({0, min(1, p - 1), p - 1}))
+
+
+def peak_bytes(w: Workload) -> float:
+    """The most loaded stage's peak HBM, from the stages that can hold it."""
+    return max(stage_memory(w, s).peak_bytes for s in peak_candidates(w.parallel.pp))
+
+
 def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
     """Per-stage peak HBM for a workload on a machine."""
-    per_param = weight_bytes_per_param(w.parallel)
-    stages = tuple(
-        StageMemory(s, stage_params(w.model, w.parallel, s) * per_param, stage_activation_bytes(w, s))
-        for s in range(w.parallel.pp))
+    stages = tuple(stage_memory(w, s) for s in range(w.parallel.pp))
     per_layer = activation_per_layer_bytes(w.model, w.parallel, w.training.micro_batch)
     return MemoryReport(hw.hbm_bytes, per_layer, stages)

@@ -38,6 +38,11 @@ class ParallelSpec:
         """GPUs the run occupies, t x p x d."""
         return self.tp * self.pp * self.dp
 
+    def for_layer(self) -> "ParallelSpec":
+        """These settings with those one layer's ops cannot depend on (pipeline, data
+        parallelism, optimizer) at their defaults: the key under which layer costs are cached."""
+        return ParallelSpec(tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute)
+
     @property
     def chunks(self) -> int:
         """Model chunks per stage: v under the interleaved schedule, else 1."""

@@ -5,6 +5,7 @@ layer of a model is alike, so one layer is costed once and a chunk's cost is tha
 layers, plus the embedding on the first virtual stage and the output layer on the last.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -13,8 +14,8 @@ from simsp.cost import CostModel
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
-from simsp.memory import (activation_per_layer_bytes, end_stage_bytes, stage_output_bytes, stage_params,
-                          weight_bytes_per_param)
+from simsp.memory import activation_per_layer_bytes, end_stage_bytes, stage_output_bytes, weight_bytes_per_param
+from simsp.params import stage_params
 from simsp.units import BYTES_FP32
 from simsp.workload import Workload
 
@@ -64,19 +65,53 @@ class Plan(StageCosts):
     """One layer's per-op entries, for timelines that expand chunk spans into ops."""
 
 
-def _chunk(w: Workload, cost: CostModel, lt: LayerTime, vs: int, extra_fwd: float, extra_bwd: float,
-           extra_bytes: float) -> ChunkCost:
-    n = w.layers_per_chunk
-    per_layer = activation_per_layer_bytes(w.model, w.parallel, w.training.micro_batch)
-    out = 0.0 if w.parallel.deallocate_pipeline_outputs else stage_output_bytes(w.model, w.parallel, w.training.micro_batch)
-    return ChunkCost(
-        forward_s=n * lt.forward_s + extra_fwd,
-        backward_s=n * lt.backward_s + extra_bwd,
-        forward_tp_s=n * lt.by_stream("comm", "forward"),
-        backward_tp_s=n * lt.by_stream("comm", "recompute", "backward"),
-        recompute_s=n * lt.seconds("recompute"),
-        activation_bytes=n * per_layer + extra_bytes + out,
-    )
+@dataclass(frozen=True)
+class Parts:
+    """The costly pieces a pipeline's costs are assembled from, each a function of the workload
+    and cost model: `build_plan` computes them directly, the closed form (analytic.py) memoises
+    them on what they depend on. Same pieces, one assembly (`stage_costs`)."""
+
+    layer: object
+    """(w, cost, place) -> LayerTime of one layer, one microbatch."""
+    ends: object
+    """(w, cost, place) -> (embedding forward, backward, output forward, backward, p2p send) s."""
+
+
+def _direct_layer(w: Workload, cost: CostModel, place) -> LayerTime:
+    return layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost, w.parallel,
+                      place.tp_ranks_per_node)
+
+
+def _direct_ends(w: Workload, cost: CostModel, place) -> tuple[float, float, float, float, float]:
+    return (*st.embedding_s(w, cost, place), *st.output_s(w, cost, place), st.p2p_s(w, cost, place))
+
+
+DIRECT = Parts(layer=_direct_layer, ends=_direct_ends)
+
+
+def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[ChunkCost, ...]:
+    """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
+    layer on the last (middle chunks are one shared object: they are all alike)."""
+    par, b = w.parallel, w.training.micro_batch
+    n, last = w.layers_per_chunk, par.pp * par.chunks - 1
+    emb_f, emb_b, out_f, out_b = ends[:4]
+    emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
+    per_layer = n * activation_per_layer_bytes(w.model, par, b)
+    out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
+    fwd, bwd = lt.forward_s, lt.backward_s
+    tp_f, tp_b, rc = lt.by_stream("comm", "forward"), lt.by_stream("comm", "recompute", "backward"), lt.seconds("recompute")
+
+    def chunk(vs: int) -> ChunkCost:
+        first, final = vs == 0, vs == last
+        return ChunkCost(
+            forward_s=n * fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
+            backward_s=n * bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            forward_tp_s=n * tp_f, backward_tp_s=n * tp_b, recompute_s=n * rc,
+            activation_bytes=per_layer + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0)) + out_held,
+        )
+
+    middle = chunk(1) if last > 1 else None
+    return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
 
 
 def gradient_buckets(params: float, bucket_mb: float) -> int:
@@ -99,34 +134,44 @@ def gradients_done_s(now: float, backward_start: float, backward_end: float, com
     return max(now, backward_end + c, backward_start + d + comm_s)
 
 
-def build_plan(w: Workload, cost: CostModel) -> Plan:
-    """Cost every chunk, schedule every stage and collect the end-of-iteration work."""
-    par, b = w.parallel, w.training.micro_batch
-    p, v = par.pp, par.chunks
+def stage_costs(w: Workload, cost: CostModel, parts: Parts = DIRECT) -> tuple[StageCosts, LayerTime, tuple]:
+    """The costs a pipeline's timing depends on, the layer they came from, and the per-stage
+    parameter counts (for the plan's weights)."""
+    par = w.parallel
+    p = par.pp
     place = st.placement(w, cost.hw.node.gpus)
-    lt = layer_time(build_layer(w.model, par, b), cost, par, place.tp_ranks_per_node)
-    emb_f, emb_b = st.embedding_s(w, cost, place)
-    out_f, out_b = st.output_s(w, cost, place)
-    emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
-    last = p * v - 1
-    chunks = tuple(
-        _chunk(w, cost, lt, vs,
-               (emb_f if vs == 0 else 0.0) + (out_f if vs == last else 0.0),
-               (emb_b if vs == 0 else 0.0) + (out_b if vs == last else 0.0),
-               (emb_bytes if vs == 0 else 0.0) + (out_bytes if vs == last else 0.0))
-        for vs in range(p * v))
-    params = [stage_params(w.model, par, s) for s in range(p)]
-    return Plan(
-        p=p, v=v, m=w.microbatches,
-        actions=schedule.build(par.schedule, p, w.microbatches, v),
-        chunks=chunks,
-        layers_per_chunk=w.layers_per_chunk,
-        p2p_s=st.p2p_s(w, cost, place) if p > 1 else 0.0,
-        dp_s=tuple(st.dp_allreduce_s(w, cost, place, n) for n in params),
+    lt = parts.layer(w, cost, place)
+    ends = parts.ends(w, cost, place)
+    params = by_stage(p, lambda s: stage_params(w.model, par, s))
+    costs = StageCosts(
+        p=p, v=par.chunks, m=w.microbatches,
+        chunks=chunk_costs(w, lt, ends),
+        p2p_s=ends[4] if p > 1 else 0.0,
+        dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, place, params[s])),
         overlap_dp=par.overlap_dp_comm,
         dp_buckets=tuple(gradient_buckets(n, par.dp_bucket_mb) for n in params),
         embedding_sync_s=st.embedding_sync_s(w, cost),
-        optimizer_s=tuple(st.optimizer_s(w, cost, s) for s in range(p)),
+        optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
+    )
+    return costs, lt, params
+
+
+def by_stage(p: int, value) -> tuple:
+    """value(stage) for every stage, computed for the first, one middle and the last: the middle
+    stages hold the same layers and no end-stage work, so they are alike."""
+    first, last = value(0), value(p - 1) if p > 1 else None
+    middle = value(1) if p > 2 else None
+    return tuple(first if s == 0 else last if s == p - 1 else middle for s in range(p))
+
+
+def build_plan(w: Workload, cost: CostModel) -> Plan:
+    """Cost every chunk, schedule every stage and collect the end-of-iteration work."""
+    costs, lt, params = stage_costs(w, cost)
+    par = w.parallel
+    return Plan(
+        **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
+        actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
+        layers_per_chunk=w.layers_per_chunk,
         weights_bytes=tuple(n * weight_bytes_per_param(par) for n in params),
         layer=lt,
     )

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 
 from simsp.cost import cost_model
 from simsp.engine import Simulation, simulate
-from simsp.flops import hardware_flops, model_flops, utilization
+from simsp.flops import HARDWARE_FLOPS_FORMULA, MODEL_FLOPS_FORMULA, hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
 from simsp.memory import MemoryReport, memory_report
+from simsp.params import total_params
 from simsp.plan import Plan, build_plan
 from simsp.units import GIB
 from simsp.workload import Workload
@@ -52,14 +53,19 @@ class Result:
     def iteration_time_s(self) -> float:
         return self.sim.iteration_s
 
+    @property
+    def model_flops(self) -> float:
+        """Model FLOPs of the iteration (flops.MODEL_FLOPS_FORMULA)."""
+        w = self.workload
+        return model_flops(w.model, w.training.global_batch, w.parallel.tp)
+
     def mfu(self) -> float:
         w = self.workload
-        return utilization(model_flops(w.model, w.training.global_batch), self.iteration_time_s,
-                           w.parallel.gpus, self.hardware.gpu.peak_tflops)
+        return utilization(self.model_flops, self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops)
 
     def hfu(self) -> float:
         w = self.workload
-        return utilization(hardware_flops(w.model, w.training.global_batch, w.parallel.recompute),
+        return utilization(hardware_flops(w.model, w.training.global_batch, w.parallel.recompute, w.parallel.tp),
                            self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops)
 
     def breakdown(self, stage: int = 0) -> dict:
@@ -89,6 +95,10 @@ class Result:
             "iteration_time_s": self.iteration_time_s,
             "mfu": self.mfu(),
             "hfu": self.hfu(),
+            "params": total_params(w.model),
+            "model_flops": self.model_flops,
+            "flops_formula": MODEL_FLOPS_FORMULA,
+            "hfu_formula": HARDWARE_FLOPS_FORMULA,
             "tokens_per_s": w.training.global_batch * w.model.seq_len / self.iteration_time_s,
             "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
             "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
@@ -102,7 +112,7 @@ def gemm_sources(lt) -> dict:
     """How many GEMM entries of a layer came from the measured table, the model or the roofline."""
     counts: dict[str, int] = {}
     for e in lt.entries:
-        if e.kind in ("gemm", "attention_gemm"):
+        if e.kind in ("gemm", "attention_gemm", "flash_attention"):
             counts[e.source] = counts.get(e.source, 0) + 1
     return counts
 

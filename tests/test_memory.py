@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from simsp import schedule
 from simsp.memory import activation_per_layer_bytes, in_flight_chunks, memory_report, stage_activation_bytes
-from simsp.model import ModelSpec, total_params
+from simsp.model import ModelSpec
+from simsp.params import total_params
 from simsp.parallel import ParallelSpec
 
 from .conftest import PAPER_MODELS

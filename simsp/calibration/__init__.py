@@ -7,9 +7,17 @@ Two kinds of measured table feed the cost model:
   (current and pre-2022 layouts, MPI-prefixed or not) or a vTrain look-up table, and written
   back in the current nccl-tests layout (`simsp profile` emits that);
 * `GemmTable` - achieved GEMM throughput by shape (m, n, k, batch, layout), read from and
-  written to a small commented CSV.
+  written to a small commented CSV;
+* `AttentionTable` - achieved fused-attention (FlashAttention) throughput by head size,
+  sequence length, causal mask and direction.
 """
 
+from simsp.calibration.attention import (
+    AttentionPoint,
+    AttentionTable,
+    read_attention_table,
+    write_attention_table,
+)
 from simsp.calibration.gemm import (
     LAYOUTS,
     GemmPoint,
@@ -27,6 +35,10 @@ from simsp.calibration.nccl import (
 )
 
 __all__ = [
+    "AttentionPoint",
+    "AttentionTable",
+    "read_attention_table",
+    "write_attention_table",
     "BUSBW_FACTORS",
     "COLLECTIVES",
     "CollectiveTable",

@@ -26,7 +26,7 @@ class CostModel:
         self.hw = hw
         self.compute = ComputeModel(hw)
         self.network = NetworkModel(hw)
-        _memoise(self.compute, ("gemm", "memory_bound"))
+        _memoise(self.compute, ("gemm", "memory_bound", "flash_attention"))
         _memoise(self.network, ("collective_s", "p2p_s"))
 
 

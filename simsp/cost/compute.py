@@ -11,9 +11,10 @@ import bisect
 import dataclasses
 from dataclasses import dataclass
 
-from simsp.calibration import GemmTable, read_gemm_table
+from simsp.calibration import GemmTable, read_attention_table, read_gemm_table
+from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR
 from simsp.hardware import HardwareSpec
-from simsp.layer import Gemm
+from simsp.layer import Attention, Gemm
 from simsp.units import BYTES_16BIT, GB, TERA, US
 
 FORWARD, DGRAD, WGRAD = "TN", "NN", "NT"
@@ -70,6 +71,7 @@ class ComputeModel:
         best = max((p.tflops for p in self.measured.points), default=0.0) if self.measured else 0.0
         self.ceiling_tflops = max(hw.gpu.gemm_max_tflops, best)
         self.launch_s = hw.calibration.kernel_launch_us * US
+        self.attention_table = read_attention_table(cal.flash_attention) if cal.flash_attention else None
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM: the measured table where it covers the shape, then the modeled
@@ -99,6 +101,21 @@ class ComputeModel:
             return measured, "table"
         return modeled, "model"
 
+    def flash_attention(self, att: Attention, backward: bool = False) -> Timed:
+        """A fused attention kernel: its benchmark FLOPs (x 2.5 backward) over the measured rate
+        for its head size, sequence length and mask; without a table, its two (backward: five)
+        batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked blocks."""
+        flops = att.benchmark_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
+        rate = self.attention_table.lookup_tflops(att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd") \
+            if self.attention_table else None
+        if rate:
+            return Timed(max(flops / (min(rate, self.ceiling_tflops) * TERA), self.launch_s), "flash table")
+        scores = self.gemm(Gemm(att.seq_len, att.seq_len, att.head_dim, att.batch_heads))
+        over_v = self.gemm(Gemm(att.seq_len, att.head_dim, att.seq_len, att.batch_heads))
+        per_pass = (scores.seconds + over_v.seconds) / (2 if att.causal else 1)
+        source = "roofline" if "roofline" in (scores.source, over_v.source) else scores.source
+        return Timed(max(per_pass * (BACKWARD_FLOPS_FACTOR if backward else 1.0), self.launch_s), source)
+
     def _roofline_s(self, g: Gemm) -> float:
         """max(compute at the efficiency curve's rate, operand and result traffic over HBM)."""
         gpu = self.hw.gpu
@@ -110,7 +127,9 @@ class ComputeModel:
         """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
         (fused layer-norm, fused Adam) where the hardware file has one, else the curve's."""
         mb = self.hw.memory_bound
-        measured = {"layernorm": mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps,
-                    "adam": self.hw.calibration.adam_gbps}.get(kind, 0.0)
+        norm = mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
+        # RMSNorm runs the same one-read, one-write fused kernel shape (Apex / TE fused norms);
+        # with no measurement of its own it takes the measured layer-norm rate.
+        measured = {"layernorm": norm, "rmsnorm": norm, "adam": self.hw.calibration.adam_gbps}.get(kind, 0.0)
         rate = measured * GB if measured else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
         return Timed(max(nbytes / rate, self.launch_s), "bandwidth")

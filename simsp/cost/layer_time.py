@@ -77,20 +77,27 @@ class _Pass:
     def forward(self, op: Op, phase: str) -> list[Entry]:
         if op.kind == "comm":
             return [self.comm(op, op.fwd_comm, phase)] if op.fwd_comm else []
-        if not op.fwd_bytes and not op.gemm:
+        if not op.fwd_bytes and not op.gemm and not op.attention:
             return []  # backward-only op
         cm = self.cost.compute
-        timed = cm.gemm(op.gemm, FORWARD) if op.gemm else cm.memory_bound(op.fwd_bytes, op.kind)
+        if op.attention:
+            timed = cm.flash_attention(op.attention)
+        else:
+            timed = cm.gemm(op.gemm, FORWARD) if op.gemm else cm.memory_bound(op.fwd_bytes, op.kind)
         return [self.compute(op.name, phase, op.kind, timed)]
 
     def backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
         cm = self.cost.compute
         if op.kind == "comm":
             return [self.comm(op, op.bwd_comm, "backward")] if op.bwd_comm and not op.overlaps_wgrad else []
+        if op.attention:
+            return [self.compute(op.name + " grad", "backward", op.kind, cm.flash_attention(op.attention, True))]
         if op.kind == "attention_gemm":
             return [self.compute(f"{op.name} grad {i}", "backward", op.kind, cm.gemm(g))
                     for i, g in enumerate(attention_grad_shapes(op.gemm), 1)]
         if op.kind != "gemm":
+            if not op.bwd_bytes:
+                return []  # e.g. a residual add without bias: its gradient passes through
             return [self.compute(op.name + " grad", "backward", op.kind,
                                  cm.memory_bound(op.bwd_bytes, op.kind, backward=True))]
         return self._linear_backward(op, entry_comm)

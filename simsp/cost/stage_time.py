@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
 from simsp.layer import Gemm
-from simsp.memory import stage_params
+from simsp.params import stage_params
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
 
@@ -81,16 +81,23 @@ def _tp_collective(w, cost, place, op, nbytes):
 
 def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
     """(forward, backward) of the first stage's embedding: vocab-parallel lookup, its TP
-    all-reduce (reduce-scatter under SP), position add and dropout; backward scatters the token
-    gradients into dense table gradients and adds those to the fp32 main grads."""
+    all-reduce (reduce-scatter under SP), then one fused kernel adding learned positions and
+    applying dropout where the model has them; backward scatters the token gradients into dense
+    table gradients and adds those to the fp32 main grads."""
+    m = w.model
     x = BYTES_16BIT * _sbh(w)
     seq = w.parallel.tp if w.parallel.sequence_parallel else 1
     comm = _tp_collective(w, cost, place, "reduce_scatter" if seq > 1 else "all_reduce", x)
     mb = cost.compute.memory_bound
-    fwd = mb(x).seconds + comm + mb(3.5 * x / seq).seconds
-    bwd = mb(2.5 * x / seq).seconds + (_tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0)
+    learned, dropout = m.position == "learned", m.dropout > 0
+    # position add: read words and positions, write (3x); dropout: read, write, 1-byte mask (2.5x);
+    # fused, the add's output is the dropout's input (3.5x)
+    after = (3 * x if learned else 2 * x) + x / 2 if dropout else (3 * x if learned else 0.0)
+    fwd = mb(x).seconds + comm + (mb(after / seq).seconds if after else 0.0)
+    bwd = mb(2.5 * x / seq).seconds if dropout else 0.0
+    bwd += _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
     bwd += mb(x + 2 * x).seconds  # mask the other shards' tokens, scatter-add the token gradients
-    tables = (w.model.vocab // w.parallel.tp + w.model.seq_len) * w.model.hidden  # word shard + positions
+    tables = (m.padded_vocab(w.parallel.tp) // w.parallel.tp + (m.seq_len if learned else 0)) * m.hidden
     bwd += mb(EMBEDDING_GRAD_BYTES * tables).seconds
     return fwd, bwd
 
@@ -102,19 +109,20 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     sb = m.seq_len * w.training.micro_batch
     seq = t if w.parallel.sequence_parallel else 1
     x = BYTES_16BIT * sb * m.hidden
-    logits = sb * m.vocab / t
-    g = Gemm(sb, m.vocab // t, m.hidden)
+    vocab = m.padded_vocab(t)
+    logits = sb * vocab / t
+    g = Gemm(sb, vocab // t, m.hidden)
     cm = cost.compute
     gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
     small = 2 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
-    fwd = cm.memory_bound(2 * x / seq, "layernorm").seconds + gather + cm.gemm(g, FORWARD).seconds
+    fwd = cm.memory_bound(2 * x / seq, m.norm).seconds + gather + cm.gemm(g, FORWARD).seconds
     fwd += cm.memory_bound(logits * CROSS_ENTROPY_FWD_BYTES).seconds + small
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
     bwd = cm.memory_bound(logits * CROSS_ENTROPY_BWD_BYTES).seconds
     bwd += cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
     bwd += (_tp_collective(w, cost, place, "reduce_scatter", x) if seq > 1 else
             _tp_collective(w, cost, place, "all_reduce", x))
-    bwd += cm.memory_bound(3 * x / seq, "layernorm", backward=True).seconds
+    bwd += cm.memory_bound(3 * x / seq, m.norm, backward=True).seconds
     return fwd, bwd
 
 
@@ -127,7 +135,7 @@ def embedding_sync_s(w: Workload, cost: CostModel) -> float:
     """All-reduce of the tied word-embedding gradient between the first and last stage."""
     if w.parallel.pp == 1 or not w.model.tied_embeddings:
         return 0.0
-    nbytes = BYTES_FP32 * w.model.vocab * w.model.hidden / w.parallel.tp
+    nbytes = BYTES_FP32 * w.model.padded_vocab(w.parallel.tp) * w.model.hidden / w.parallel.tp
     return cost.network.collective_s("all_reduce", nbytes, 2, 1)
 
 

@@ -1,0 +1,124 @@
+"""FlashAttention throughput tables: CSV in and out, and a lookup by head size, sequence
+length, mask and direction.
+
+A row is one published or profiled measurement of a fused attention kernel: `gpu`, `kernel`
+(fa2, fa3, ...), `head_dim`, `seq_len`, `causal`, `direction` (fwd, bwd or fwd_bwd), achieved
+`tflops` and its `source`. TFLOP/s count FLOPs as flash-attention's own benchmarks do
+(benchmarks/benchmark_flash_attention.py): forward 4 s² d per batch-head, halved when causal;
+backward 2.5 times that; forward + backward 3.5 times. '#' lines at the top are provenance.
+"""
+
+import bisect
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simsp.errors import InputError
+
+COLUMNS = ("gpu", "kernel", "head_dim", "seq_len", "causal", "direction", "tflops", "source")
+DIRECTIONS = ("fwd", "bwd", "fwd_bwd")
+BACKWARD_FLOPS_FACTOR = 2.5
+"""A backward's FLOPs over its forward's, in the benchmarks' count (two matmuls forward, five
+backward: the scores are recomputed)."""
+
+
+@dataclass(frozen=True)
+class AttentionPoint:
+    """One measured fused-attention rate."""
+
+    gpu: str
+    kernel: str
+    head_dim: int
+    seq_len: int
+    causal: bool
+    direction: str
+    tflops: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class AttentionTable:
+    """Fused-attention throughput by (head_dim, causal, direction) and sequence length.
+
+    `lookup_tflops` rule: among rows of the same mask and direction, the nearest measured head
+    size (in log scale; ties to the larger); at that head size, the fastest kernel at each
+    measured sequence length (a framework dispatches to the best it has), interpolated linearly
+    in log2(seq_len) between neighbours and held flat beyond the measured range. A direction
+    missing for that mask falls back to fwd_bwd. None when the table has no row for the mask.
+    """
+
+    points: tuple[AttentionPoint, ...]
+    source: str = ""
+    _curves: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        curves: dict = {}
+        for p in self.points:
+            key = (p.causal, p.direction, p.head_dim)
+            best = curves.setdefault(key, {})
+            best[p.seq_len] = max(best.get(p.seq_len, 0.0), p.tflops)
+        object.__setattr__(self, "_curves", {k: tuple(sorted(v.items())) for k, v in curves.items()})
+
+    def lookup_tflops(self, head_dim: int, seq_len: int, causal: bool, direction: str) -> float | None:
+        """Achieved TFLOP/s (benchmark FLOP count) of one direction, or None if not covered."""
+        for want in (direction, "fwd_bwd"):
+            dims = [d for (c, r, d) in self._curves if c == causal and r == want]
+            if dims:
+                nearest = min(dims, key=lambda d: (abs(math.log(d / head_dim)), -d))
+                return _interpolate(self._curves[(causal, want, nearest)], seq_len)
+        return None
+
+
+def _interpolate(curve: tuple[tuple[int, float], ...], seq_len: int) -> float:
+    """Linear in log2(seq_len) between the measured neighbours; flat outside them."""
+    lengths = [s for s, _ in curve]
+    i = bisect.bisect_left(lengths, seq_len)
+    if i < len(curve) and lengths[i] == seq_len:
+        return curve[i][1]
+    if i == 0:
+        return curve[0][1]
+    if i == len(curve):
+        return curve[-1][1]
+    (s0, r0), (s1, r1) = curve[i - 1], curve[i]
+    w = math.log2(seq_len / s0) / math.log2(s1 / s0)
+    return r0 + w * (r1 - r0)
+
+
+def _row(path, n: int, row: dict) -> AttentionPoint:
+    try:
+        point = AttentionPoint(row["gpu"], row["kernel"], int(row["head_dim"]), int(row["seq_len"]),
+                               {"true": True, "false": False}[row["causal"].strip().lower()],
+                               row["direction"].strip(), float(row["tflops"]), row.get("source") or "")
+    except (KeyError, ValueError, AttributeError, TypeError):
+        raise InputError(path, f"row {n}", row, f"needs columns {', '.join(COLUMNS)} with integer head_dim and "
+                         "seq_len, causal true/false and numeric tflops") from None
+    if point.direction not in DIRECTIONS:
+        raise InputError(path, f"row {n}.direction", point.direction, f"must be one of {', '.join(DIRECTIONS)}")
+    if not (point.tflops > 0 and point.head_dim > 0 and point.seq_len > 0):
+        raise InputError(path, f"row {n}", row, "head_dim, seq_len and tflops must be positive")
+    return point
+
+
+def read_attention_table(path) -> AttentionTable:
+    """Read a fused-attention CSV; InputError names the file and the row for a bad one."""
+    try:
+        lines = [line for line in Path(path).read_text().splitlines() if line.strip() and not line.startswith("#")]
+    except OSError as e:
+        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    rows = list(csv.DictReader(lines))
+    if not rows:
+        raise InputError(path, "file", str(path), f"has no rows (columns: {', '.join(COLUMNS)})")
+    return AttentionTable(tuple(_row(path, n, r) for n, r in enumerate(rows, 1)), str(path))
+
+
+def write_attention_table(path, points, comments: tuple[str, ...] = ()) -> None:
+    """Write points as the CSV `read_attention_table` reads (used by `simsp profile attention`)."""
+    with open(path, "w", newline="") as f:
+        for c in comments:
+            f.write(f"# {c}\n")
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for p in points:
+            w.writerow([p.gpu, p.kernel, p.head_dim, p.seq_len, str(p.causal).lower(), p.direction,
+                        f"{p.tflops:.6g}", p.source])
