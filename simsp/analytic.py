@@ -169,5 +169,8 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
 
 def clear_caches() -> None:
     """Forget every memoised cost (for benchmarks that measure a cold start)."""
-    for f in (_layer, _ends, memory.interleaved_counts, memory._per_layer_bytes):
+    from simsp import flops, params
+
+    for f in (_layer, _ends, memory.interleaved_counts, memory._per_layer_bytes, memory._end_stage_bytes,
+              params.layer_weights, params.layer_params_per_rank, params._stage_params, flops._layer_forward):
         f.cache_clear()

@@ -67,9 +67,9 @@ def _add_field(p: argparse.ArgumentParser, section: str, f: dataclasses.Field, k
         p.add_argument(on, dest=dest, action="store_true", default=None, help=doc)
         p.add_argument(off, dest=dest, action="store_false", help=argparse.SUPPRESS)
         return
-    convert = _bias if f.name == "bias" else kind if kind in (int, float) else str
-    p.add_argument(flag, dest=dest, type=convert, choices=[_bias(c) for c in CHOICES[f.name]] if f.name in CHOICES
-                   else None, metavar="|".join(CHOICES[f.name]) if f.name in CHOICES else None, help=doc)
+    choices = CHOICES.get(f.name)
+    p.add_argument(flag, dest=dest, type=kind if kind in (int, float) else str, choices=choices,
+                   metavar="|".join(choices) if choices else None, help=doc)
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -95,6 +95,8 @@ def overrides(args) -> dict:
     """
     out = {section: {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)}
            for section, cls in SECTIONS}
+    if out["model"]["bias"] is not None:
+        out["model"]["bias"] = _bias(out["model"]["bias"])
     par = out["parallel"]
     if par["schedule"] and par["schedule"] != "interleaved" and par["virtual_stages"] is None:
         par["virtual_stages"] = 1

@@ -86,6 +86,11 @@ def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int)
 
 def end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
     """(first stage's embedding, last stage's output layer) activation bytes per microbatch (§4.3)."""
+    return _end_stage_bytes(model, parallel.for_layer(), micro_batch)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
     return tuple(sum(L.stored_bytes(s, parallel) for s in saves)
                  for saves in (L.embedding_saves(model, micro_batch),
                                L.output_saves(model, parallel.tp, micro_batch)))

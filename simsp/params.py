@@ -22,6 +22,7 @@ def layer_params(model: ModelSpec) -> int:
     return sum(w.numel for w in layer_weights(model))
 
 
+@lru_cache(maxsize=4096)
 def layer_params_per_rank(model: ModelSpec, tp: int) -> float:
     """One layer on one TP rank: split weights / t, replicated norms and row biases whole."""
     return sum(L.stored_params(w, tp) for w in layer_weights(model))
@@ -38,7 +39,11 @@ def total_params(model: ModelSpec) -> int:
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
     """Parameters one TP rank of a pipeline stage holds: its layers, plus the embedding tables
     on the first stage and the final norm and output layer on the last."""
-    t, p = parallel.tp, parallel.pp
+    return _stage_params(model, parallel.tp, parallel.pp, stage)
+
+
+@lru_cache(maxsize=4096)
+def _stage_params(model: ModelSpec, t: int, p: int, stage: int) -> float:
     params = (model.layers // p) * layer_params_per_rank(model, t)
     if stage == 0:
         params += sum(L.stored_params(w, t) for w in L.embedding_weights(model, t))

@@ -99,7 +99,7 @@ def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[Ch
     per_layer = n * activation_per_layer_bytes(w.model, par, b)
     out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
     fwd, bwd = lt.forward_s, lt.backward_s
-    tp_f, tp_b, rc = lt.by_stream("comm", "forward"), lt.by_stream("comm", "recompute", "backward"), lt.seconds("recompute")
+    tp_f, tp_b, rc = lt.forward_tp_s, lt.backward_tp_s, lt.recompute_s
 
     def chunk(vs: int) -> ChunkCost:
         first, final = vs == 0, vs == last

@@ -10,6 +10,7 @@ pass sum to the pass exactly; `busy_s` is how long it occupies its stream.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_shapes
@@ -46,14 +47,28 @@ class LayerTime:
         """Sum of the entries of the given phases."""
         return sum(e.seconds for e in self.entries if e.phase in phases)
 
-    @property
+    @cached_property
     def forward_s(self) -> float:
         return self.seconds("forward")
 
-    @property
+    @cached_property
     def backward_s(self) -> float:
         """Backward including recompute, as the paper's Table 4 reports it."""
         return self.seconds("recompute", "backward")
+
+    @cached_property
+    def forward_tp_s(self) -> float:
+        """Exposed TP communication of the forward."""
+        return self.by_stream("comm", "forward")
+
+    @cached_property
+    def backward_tp_s(self) -> float:
+        """Exposed TP communication of recompute and backward."""
+        return self.by_stream("comm", "recompute", "backward")
+
+    @cached_property
+    def recompute_s(self) -> float:
+        return self.seconds("recompute")
 
     def by_stream(self, stream: str, *phases: str) -> float:
         """Critical-path seconds of one stream's entries."""
