@@ -145,7 +145,10 @@ def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     if "hf_config" in section:
         from simsp.hf_config import model_fields
 
-        hf_path = Path(file).parent / _check_scalar(file, "model.hf_config", section.pop("hf_config"), str, False)
+        given_path = _check_scalar(file, "model.hf_config", section.pop("hf_config"), str, False)
+        hf_path = Path(file).parent / given_path
+        if not hf_path.is_file():
+            raise InputError(file, "model.hf_config", given_path, f"no such file ({hf_path})")
         section = {**model_fields(read_json(hf_path), str(hf_path)), **section}
     section.update(given)
     return build(ModelSpec, section, file, prefix="model.")

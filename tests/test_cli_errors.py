@@ -65,7 +65,17 @@ CASES = [
     ("yaml list", "- 1\n- 2\n", [], ["mapping"]),
     ("empty file", "", [], ["mapping"]),
     ("sp with seq not divisible", variant(model__seq_len=2044, parallel__tp=8), [], ["sequence_parallel", "seq_len"]),
-    ("tp not dividing vocab", variant(model__vocab=51201, parallel__tp=1, parallel__pp=8), ["--tp", "2"], ["parallel.tp", "vocab"]),
+    ("tp not dividing kv heads", variant(model__kv_heads=4), [], ["parallel.tp", "key/value heads"]),
+    ("kv heads not dividing heads", variant(model__kv_heads=5), [], ["model.kv_heads", "divide model.heads"]),
+    ("unknown mlp", variant(model__mlp="relu"), [], ["model.mlp", "relu", "swiglu"]),
+    ("unknown norm", variant(model__norm="batchnorm"), [], ["model.norm", "rmsnorm"]),
+    ("unknown position", variant(model__position="sinusoid"), [], ["model.position", "rope"]),
+    ("unknown attention", variant(model__attention="linear"), [], ["model.attention", "flash"]),
+    ("unknown bias", variant(model__bias="mlp"), [], ["model.bias", "qkv"]),
+    ("dropout of one", variant(model__dropout=1.0), [], ["model.dropout", "[0, 1)"]),
+    ("negative dropout", variant(model__dropout=-0.1), [], ["model.dropout", "negative"]),
+    ("hf config missing", variant(model__hf_config="nowhere/config.json"), [], ["model.hf_config", "no such file"]),
+    ("model flag missing", variant(), ["--model", "nowhere.json"], ["model.hf_config", "nowhere.json", "no such file"]),
 ]
 
 
