@@ -1,33 +1,18 @@
 """Command-line pieces every subcommand shares: the parser, the workload flags, loading, output.
 
-The override flags are generated from the spec dataclasses (`ModelSpec`, `TrainingSpec`,
-`ParallelSpec`): one flag per field, named like the field (underscores as dashes), its help text
-the field's docstring. A new field is a new flag without an edit here. `cli.py`,
+The override flags are generated from `knobs.KNOBS` (the fields of `ModelSpec`, `TrainingSpec`
+and `ParallelSpec`): one flag per field, named like the field (underscores as dashes), its help
+text the field's docstring. A new field is a new flag without an edit here. `cli.py`,
 `profiler/commands.py` and `sweep/commands.py` all import from this module, none from another.
 """
 
 import argparse
-import ast
-import dataclasses
-import functools
-import inspect
 import json
 import sys
-import typing
 
 from simsp.config import load_hardware, load_workload
 from simsp.errors import InputError
-from simsp.model import ATTENTION_KINDS, MLP_KINDS, NORM_KINDS, POSITION_KINDS, ModelSpec
-from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
-from simsp.workload import TrainingSpec
-
-SECTIONS = (("model", ModelSpec), ("training", TrainingSpec), ("parallel", ParallelSpec))
-"""The workload sections whose fields are override flags, in --help order."""
-CHOICES = {"recompute": RECOMPUTE_MODES, "schedule": SCHEDULES, "mlp": MLP_KINDS, "norm": NORM_KINDS,
-           "position": POSITION_KINDS, "attention": ATTENTION_KINDS, "bias": ("true", "false", "qkv")}
-"""Fields whose value is one of a few names."""
-FLAG_ALIASES = {"sequence_parallel": ("--sp", "--no-sp")}
-"""Flags the contract spells differently from their field (DESIGN.md: `--sp | --no-sp`)."""
+from simsp.knobs import KNOBS, SECTIONS, Knob, parse_bias
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,53 +23,27 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-@functools.cache
-def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of a dataclass (read from its source), first sentence."""
-    try:
-        tree = ast.parse(inspect.getsource(cls))
-    except (OSError, TypeError):
-        return {}
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            text = " ".join(str(nxt.value.value).split())
-            docs[node.target.id] = text.split(". ")[0].rstrip(".")
-    return docs
-
-
-def _bias(text: str):
-    """--bias true|false|qkv as the ModelSpec value."""
-    return {"true": True, "false": False}.get(text, text)
-
-
-def _add_field(p: argparse.ArgumentParser, section: str, f: dataclasses.Field, kind, doc: str) -> None:
-    dest = f.name  # field names are unique across the sections (a test checks)
-    flag = "--" + f.name.replace("_", "-")
-    if kind is bool:
-        on, off = FLAG_ALIASES.get(f.name, (flag, "--no-" + flag[2:]))
-        p.add_argument(on, dest=dest, action="store_true", default=None, help=doc)
-        p.add_argument(off, dest=dest, action="store_false", help=argparse.SUPPRESS)
+def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
+    flag = "--" + k.short.replace("_", "-")
+    if k.kind is bool:
+        p.add_argument(flag, dest=k.name, action="store_true", default=None, help=k.doc)
+        p.add_argument("--no-" + flag[2:], dest=k.name, action="store_false", help=argparse.SUPPRESS)
         return
-    choices = CHOICES.get(f.name)
-    p.add_argument(flag, dest=dest, type=kind if kind in (int, float) else str, choices=choices,
-                   metavar="|".join(choices) if choices else None, help=doc)
+    p.add_argument(flag, dest=k.name, type=k.kind, choices=k.choices,
+                   metavar="|".join(k.choices) if k.choices else None, help=k.doc)
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    """The workload file, the hardware file, --model, and one override flag per spec field."""
+    """The workload file, the hardware file, --model, and one override flag per knob."""
     p.add_argument("workload", help="workload YAML (see workloads/)")
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
     p.add_argument("--model", dest="hf_model", metavar="CONFIG.json",
                    help="replace the workload's model by this Hugging Face config.json (seq_len kept)")
-    for section, cls in SECTIONS:
+    for section, _ in SECTIONS:
         group = p.add_argument_group(f"{section} overrides")
-        hints, docs = typing.get_type_hints(cls), field_docs(cls)
-        for f in dataclasses.fields(cls):
-            kind = hints[f.name]
-            _add_field(group, section, f, bool if kind is bool else kind if kind in (int, float) else str,
-                       docs.get(f.name, ""))
+        for k in KNOBS:
+            if k.section == section:
+                _add_knob(group, k)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -93,10 +52,10 @@ def overrides(args) -> dict:
 
     `--schedule X` (not interleaved) without `--virtual-stages` resets the chunks to 1.
     """
-    out = {section: {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)}
-           for section, cls in SECTIONS}
-    if out["model"]["bias"] is not None:
-        out["model"]["bias"] = _bias(out["model"]["bias"])
+    out = {section: {} for section, _ in SECTIONS}
+    for k in KNOBS:
+        out[k.section][k.name] = getattr(args, k.name, None)
+    out["model"]["bias"] = parse_bias(out["model"]["bias"])
     par = out["parallel"]
     if par["schedule"] and par["schedule"] != "interleaved" and par["virtual_stages"] is None:
         par["virtual_stages"] = 1

@@ -7,6 +7,7 @@ from simsp.engine import Simulation, simulate
 from simsp.flops import HARDWARE_FLOPS_FORMULA, MODEL_FLOPS_FORMULA, hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
 from simsp.memory import MemoryReport, memory_report
+from simsp.model import ModelSpec
 from simsp.params import total_params
 from simsp.plan import Plan, build_plan
 from simsp.units import GIB
@@ -18,11 +19,24 @@ def _gib(x: float) -> str:
 
 
 def describe(w: Workload, hw: HardwareSpec) -> str:
-    """One line naming the run."""
+    """One line naming the run (and the model's choices where they are not the paper's GPT)."""
     p = w.parallel
     chunks = f" v={p.virtual_stages}" if p.schedule == "interleaved" else ""
-    return (f"{w.name} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} sp={'on' if p.sequence_parallel else 'off'} "
-            f"recompute={p.recompute} {p.schedule}{chunks} b={w.training.micro_batch} B={w.training.global_batch}")
+    model = model_choices(w.model)
+    return (f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
+            f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} {p.schedule}{chunks} "
+            f"b={w.training.micro_batch} B={w.training.global_batch}")
+
+
+def model_choices(m) -> str:
+    """The model's architectural choices that differ from ModelSpec's defaults, briefly."""
+    default = ModelSpec(layers=1, hidden=1, heads=1, seq_len=1, vocab=1)
+    parts = [f"GQA {m.heads}/{m.groups}" if m.groups != m.heads else ""]
+    parts += [str(getattr(m, k)) for k in ("mlp", "norm", "position", "attention") if getattr(m, k) != getattr(default, k)]
+    parts += [f"bias={str(m.bias).lower()}" if m.bias != default.bias else "",
+              f"dropout={m.dropout:g}" if m.dropout != default.dropout else "",
+              "untied" if not m.tied_embeddings else ""]
+    return ", ".join(x for x in parts if x)
 
 
 def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int = 12) -> str:

@@ -62,7 +62,9 @@ def test_enumeration_is_valid_distinct_and_fills_dp():
     # the inherited interleaved schedule falls back to 1F1B where it cannot run (pp = 1 at least)
     pp1 = [c for c in configs if c.workload.parallel.pp == 1]
     assert pp1 and all(c.workload.parallel.schedule == "1f1b" for c in pp1)
-    paper = [c for c in configs if c.key[3:12] == ("8", "8", "1", "true", "selective", "1", "64", "interleaved", "3")]
+    wanted = dict(tp="8", pp="8", dp="1", sp="true", recompute="selective", micro_batch="1", global_batch="64",
+                  schedule="interleaved", virtual_stages="3")
+    paper = [c for c in configs if all(dict(zip(sweep.KEY_COLUMNS, c.key))[k] == v for k, v in wanted.items())]
     assert len(paper) == 1
 
 

@@ -4,16 +4,19 @@ A row is a dict of strings, column -> value exactly as the CSV holds it (`fmt`):
 configuration, named by its KEY_COLUMNS and measured by its RESULT_COLUMNS.
 """
 
+from simsp.knobs import KNOBS, SECTIONS
 from simsp.units import GIB
 
-KEY_COLUMNS = ("workload", "hardware", "gpus", "tp", "pp", "dp", "sp", "recompute", "micro_batch", "global_batch",
-               "schedule", "virtual_stages", "distributed_optimizer", "overlap_dp_comm")
+KEY_KNOBS = tuple(k for section in ("parallel", "training", "model") for k in KNOBS if k.section == section)
+"""Every knob, parallel settings first (what a sweep varies most), then batch, then model."""
+KEY_COLUMNS = ("workload", "hardware", "gpus") + tuple(k.short for k in KEY_KNOBS)
 """The columns that name a configuration: a row's key for resuming."""
 RESULT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s", "peak_bytes", "capacity_bytes", "fits", "tier")
 COLUMNS = KEY_COLUMNS + RESULT_COLUMNS
-INT_COLUMNS = ("gpus", "tp", "pp", "dp", "micro_batch", "global_batch", "virtual_stages", "peak_bytes",
-               "capacity_bytes")
-FLOAT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s")
+INT_COLUMNS = ("gpus", "peak_bytes", "capacity_bytes") + tuple(k.short for k in KEY_KNOBS if k.kind is int)
+FLOAT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s") + tuple(k.short for k in KEY_KNOBS
+                                                                          if k.kind is float)
+assert {s for s, _ in SECTIONS} == {k.section for k in KEY_KNOBS}
 
 
 def fmt(value) -> str:

@@ -14,26 +14,19 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
-from simsp.parallel import RECOMPUTE_MODES, SCHEDULES
+from simsp.knobs import CHOICES as KNOB_CHOICES
+from simsp.knobs import KNOBS, parse_bias, values_of
 from simsp.workload import Workload, validate
 
-from .rows import fmt
+from .rows import KEY_KNOBS, fmt
 
 GRID_KEYS = {
-    # grid key: (section, field, kind)
-    "tp": ("parallel", "tp", int),
-    "pp": ("parallel", "pp", int),
-    "sp": ("parallel", "sequence_parallel", bool),
-    "sequence_parallel": ("parallel", "sequence_parallel", bool),
-    "recompute": ("parallel", "recompute", str),
-    "schedule": ("parallel", "schedule", str),
-    "virtual_stages": ("parallel", "virtual_stages", int),
-    "distributed_optimizer": ("parallel", "distributed_optimizer", bool),
-    "overlap_dp_comm": ("parallel", "overlap_dp_comm", bool),
-    "micro_batch": ("training", "micro_batch", int),
-    "global_batch": ("training", "global_batch", int),
+    **{k.name: (k.section, k.name, k.kind) for k in KNOBS if k.name != "dp"},
+    **{k.short: (k.section, k.name, k.kind) for k in KNOBS if k.short != k.name},
 }
-CHOICES = {"recompute": RECOMPUTE_MODES, "schedule": SCHEDULES}
+"""grid key: (section, field, kind), one per knob (knobs.py) and its short name (sp); dp is
+not a key, as it follows from the GPUs (dp = gpus / (tp x pp))."""
+CHOICES = {key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES}
 SPEC_KEYS = ("name", "workload", "hardware", "gpus", "grid", "keep")
 DEFAULT_KEEP = 0.25
 """--screen: the share of fitting configurations (best by closed-form time) simulated as events."""
@@ -88,8 +81,12 @@ def _grid_values(file, key, values) -> tuple:
             raise InputError(file, f"grid.{key}", v, "must be true or false")
         if kind is int and not positive_int(v):
             raise InputError(file, f"grid.{key}", v, "must be a positive integer")
-        if kind is str and v not in CHOICES[key]:
+        if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+            raise InputError(file, f"grid.{key}", v, "must be a non-negative number")
+        if key in CHOICES and str(v).lower() not in CHOICES[key]:
             raise InputError(file, f"grid.{key}", v, f"must be one of {', '.join(CHOICES[key])}")
+        if kind is str and key not in CHOICES and not isinstance(v, str):
+            raise InputError(file, f"grid.{key}", v, "must be a string")
     return tuple(dict.fromkeys(values))  # drop repeats, keep order
 
 
@@ -153,19 +150,17 @@ class Counts:
 
 
 def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
-    """KEY_COLUMNS values of a workload on a machine."""
-    p, t = w.parallel, w.training
-    return tuple(fmt(x) for x in (w.name, hw.name, p.gpus, p.tp, p.pp, p.dp, p.sequence_parallel, p.recompute,
-                                  t.micro_batch, t.global_batch, p.schedule, p.virtual_stages,
-                                  p.distributed_optimizer, p.overlap_dp_comm))
+    """KEY_COLUMNS values of a workload on a machine: its names, GPUs and every knob."""
+    values = values_of(w)
+    return (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus)) + tuple(fmt(values[k.name]) for k in KEY_KNOBS)
 
 
 def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
     """The workload with grid values applied and dp = gpus / (tp pp); None if tp pp does not divide."""
-    sections = {"parallel": {}, "training": {}}
+    sections = {"model": {}, "parallel": {}, "training": {}}
     for key, value in values.items():
         section, field, _ = GRID_KEYS[key]
-        sections[section][field] = value
+        sections[section][field] = parse_bias(value) if field == "bias" else value
     par = dataclasses.replace(base.parallel, **sections["parallel"])
     if gpus % (par.tp * par.pp):
         return None
@@ -173,7 +168,8 @@ def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
                               sequence_parallel=par.sequence_parallel and par.tp > 1)
     if par.schedule != "interleaved":
         par = dataclasses.replace(par, virtual_stages=1)
-    return dataclasses.replace(base, parallel=par, training=dataclasses.replace(base.training, **sections["training"]))
+    return dataclasses.replace(base, model=dataclasses.replace(base.model, **sections["model"]), parallel=par,
+                               training=dataclasses.replace(base.training, **sections["training"]))
 
 
 def _as_1f1b(w: Workload) -> Workload:

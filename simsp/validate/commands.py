@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.knobs import KNOBS, values_of
 from simsp.validate.cases import SETS
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
 from simsp.validate.runner import Validation, run_validation
@@ -56,23 +57,18 @@ def table(v: Validation, by: str | None = None) -> str:
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("set", "case", "quantity", "measured_s", "predicted_s", "error", "layers", "hidden", "heads",
-              "seq_len", "vocab", "global_batch", "micro_batch", "tp", "pp", "dp", "sequence_parallel",
-              "recompute", "schedule", "hardware", "description")
+CSV_FIELDS = ("set", "case", "quantity", "measured_s", "predicted_s", "error",
+              *(k.name for k in KNOBS), "hardware", "description")
 
 
 def case_rows(v: Validation) -> list[dict]:
-    """One dict per case for the per-case CSV."""
+    """One dict per case for the per-case CSV: the figures, then every knob of its workload."""
     rows = []
     for r in v.results:
-        c, w = r.case, r.case.workload
-        m, t, p = w.model, w.training, w.parallel
+        c = r.case
         rows.append({"set": c.set, "case": c.name, "quantity": c.quantity, "measured_s": f"{c.measured_s:.6g}",
-                     "predicted_s": f"{r.predicted_s:.6g}", "error": f"{r.error:.5f}", "layers": m.layers,
-                     "hidden": m.hidden, "heads": m.heads, "seq_len": m.seq_len, "vocab": m.vocab,
-                     "global_batch": t.global_batch, "micro_batch": t.micro_batch, "tp": p.tp, "pp": p.pp,
-                     "dp": p.dp, "sequence_parallel": p.sequence_parallel, "recompute": p.recompute,
-                     "schedule": p.schedule, "hardware": Path(c.hardware).stem, "description": c.description})
+                     "predicted_s": f"{r.predicted_s:.6g}", "error": f"{r.error:.5f}", **values_of(c.workload),
+                     "hardware": Path(c.hardware).stem, "description": c.description})
     return rows
 
 

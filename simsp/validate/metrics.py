@@ -5,6 +5,7 @@ Errors are fractions, predicted / measured - 1.
 
 from dataclasses import dataclass
 
+from simsp.knobs import KNOBS, values_of
 from simsp.validate.cases import SETS, Case, Skipped
 
 
@@ -35,18 +36,13 @@ def metrics(errors: list[float]) -> dict:
             "bias": sum(errors) / n}
 
 
-BY_FIELDS = ("tp", "pp", "dp", "micro_batch", "global_batch", "hidden", "layers", "seq_len", "recompute",
-             "sequence_parallel", "schedule")
-"""Settings `simsp validate --by` can group a set's errors by."""
+BY_FIELDS = tuple(k.name for k in KNOBS)
+"""Settings `simsp validate --by` can group a set's errors by: every knob (knobs.py)."""
 
 
 def setting(case: Case, field: str):
     """One of BY_FIELDS of the case's workload (parallel, training or model)."""
-    w = case.workload
-    for part in (w.parallel, w.training, w.model):
-        if hasattr(part, field):
-            return getattr(part, field)
-    raise KeyError(field)
+    return values_of(case.workload)[field]
 
 
 def grouped(results: list[CaseResult], field: str) -> dict:
@@ -54,7 +50,7 @@ def grouped(results: list[CaseResult], field: str) -> dict:
     groups: dict = {}
     for r in results:
         groups.setdefault(setting(r.case, field), []).append(r.error)
-    return {value: metrics(groups[value]) for value in sorted(groups)}
+    return {value: metrics(groups[value]) for value in sorted(groups, key=lambda v: (type(v).__name__, v))}
 
 
 def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
