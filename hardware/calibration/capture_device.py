@@ -8,6 +8,9 @@ Run from the repository root on a GPU node; it needs torch but no install of sim
 It writes, with slug = device name + date (e.g. `nvidia-h200-2026-11-29`):
 
     hardware/calibration/<slug>/gemm.csv    every GEMM shape of the paper's four runs + a grid
+    hardware/calibration/<slug>/attention.csv  SDPA forward/backward rates of the runs' FlashAttention
+                                            shapes (those with `attention: flash`) + a grid; with
+                                            --no-grid and no flash run, none (the base file's kept)
     hardware/calibration/<slug>/host.yaml   the host (framework) floor of one layer
     hardware/calibration/<slug>/adam.yaml   the fused Adam update's memory rate
     hardware/calibration/<slug>/nvlink/     nccl-tests-layout logs, when the node has >= 2 GPUs
@@ -41,7 +44,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workload", action="append",
                    help="workload whose GEMMs to time (repeatable; default the paper's four)")
     p.add_argument("--device", help="cuda (default when there is a GPU) or cpu")
-    p.add_argument("--no-grid", action="store_true", help="time only the workloads' shapes")
+    p.add_argument("--no-grid", action="store_true",
+                   help="time only the workloads' shapes (no attention table when none uses flash)")
     p.add_argument("--repeats", type=int, help="timed calls per GEMM shape (profile gemm's default)")
     p.add_argument("--host-repeats", type=int, default=500, help="passes per host timing round")
     p.add_argument("--adam-params", help="parameters the Adam timing updates (profile optimizer's default)")
@@ -98,6 +102,16 @@ def main(argv=None) -> None:
     gemm += [] if args.no_grid else ["--grid"]
     gemm += ["--repeats", str(args.repeats)] if args.repeats else []
     run.simsp("profile", "gemm", *gemm)
+    # FlashAttention shapes exist only where the model uses it; the paper's runs are unfused, so
+    # with no flash workload the attention table is the grid alone (and, with --no-grid, none)
+    flash = flash_workloads(workloads)
+    attention = []
+    if flash or not args.no_grid:
+        attention = [*(flash[:1] or workloads[:1]), *(x for w in flash[1:] for x in ("--add-workload", w)),
+                     "--device", device, "--out", arg(folder / "attention.csv")]
+        attention += [] if args.no_grid else ["--grid"]
+        attention += ["--repeats", str(args.repeats)] if args.repeats else []
+        run.simsp("profile", "attention", *attention)
     run.simsp("profile", "host", "--device", device, "--repeats", str(args.host_repeats),
               "--out", arg(folder / "host.yaml"))
     run.simsp("profile", "optimizer", "--device", device, *(["--params", args.adam_params] if args.adam_params else []),
@@ -106,7 +120,8 @@ def main(argv=None) -> None:
     if gpus >= 2:
         run.simsp("profile", "collectives", "--nproc", str(gpus), "--backend", "nccl", "--out", arg(folder / "nvlink"))
         logs = sorted(arg(p) for p in (folder / "nvlink").glob("*.log"))
-    calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"), "--host", arg(folder / "host.yaml"),
+    calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"),
+                 *(["--attention", arg(folder / "attention.csv")] if attention else []), "--host", arg(folder / "host.yaml"),
                  "--optimizer", arg(folder / "adam.yaml"), "--name", slug, "--out", arg(out)]
     # the before/after prediction runs the simulation, which needs simpy: a bare GPU image may lack it
     simulate = _importable("simpy")
@@ -120,6 +135,14 @@ def main(argv=None) -> None:
             tar.add(folder, arcname=f"hardware/calibration/{slug}")
             tar.add(out, arcname=f"hardware/{slug}.yaml")
     print(f"captured {slug}: {out}")
+
+
+def flash_workloads(workloads: list[str]) -> list[str]:
+    """The workloads (paths as given) whose model uses FlashAttention (`model.attention: flash`)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # simsp from this repository, installed or not
+    from simsp.config import load_workload
+    return [w for w in workloads if load_workload(ROOT / w).model.attention == "flash"]
 
 
 def _importable(module: str) -> bool:

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from simsp.calibration import read_gemm_table, read_nccl_log
+from simsp.calibration import read_attention_table, read_gemm_table, read_nccl_log
 from simsp.config import load_hardware, read_yaml, yaml_flow, yaml_text
 from simsp.cost import CostModel
 from simsp.errors import InputError
@@ -29,11 +29,15 @@ from simsp.profiler._torch import today
 def _path_keys() -> tuple[str, ...]:
     """The calibration keys holding file paths: CalibrationSpec's str and tuple[str, ...] fields."""
     hints = typing.get_type_hints(CalibrationSpec)
-    return tuple(f.name for f in dataclasses.fields(CalibrationSpec) if hints[f.name] in (str, tuple[str, ...]))
+    return tuple(
+        f.name
+        for f in dataclasses.fields(CalibrationSpec)
+        if hints[f.name] in (str, tuple[str, ...])
+    )
 
 
 PATH_KEYS = _path_keys()
-"""gemm, gemm_model, nvlink, infiniband (relative to the hardware file's folder)."""
+"""gemm, gemm_model, flash_attention, nvlink, infiniband (relative to the hardware file's folder)."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,12 @@ class Measured:
     """How the provenance comment above the lines starts."""
 
 
-HOST = Measured("--host", tuple(f.name for f in dataclasses.fields(CalibrationSpec) if f.name.startswith("host_")),
-                "microseconds", "# measured by `simsp profile host")
+HOST = Measured(
+    "--host",
+    tuple(f.name for f in dataclasses.fields(CalibrationSpec) if f.name.startswith("host_")),
+    "microseconds",
+    "# measured by `simsp profile host",
+)
 """The host floor, as `simsp profile host --out` writes it."""
 OPTIMIZER = Measured("--optimizer", ("adam_gbps",), "GB/s", "# measured by")
 """The fused Adam rate, as `simsp profile optimizer --out` writes it (the shipped files' own
@@ -78,10 +86,14 @@ class Request:
     """A host floor file (`simsp profile host --out`)."""
     optimizer: str | None = None
     """A fused Adam rate file (`simsp profile optimizer --out`)."""
+    attention: str | None = None
+    """A FlashAttention throughput CSV (`simsp profile attention`) -> `calibration.flash_attention`."""
 
     def measured(self) -> list[tuple[Measured, str]]:
         """The measured-lines files asked for, with what each holds."""
-        return [(kind, path) for kind, path in ((HOST, self.host), (OPTIMIZER, self.optimizer)) if path]
+        return [
+            (kind, path) for kind, path in ((HOST, self.host), (OPTIMIZER, self.optimizer)) if path
+        ]
 
 
 def calibrate(req: Request) -> dict:
@@ -89,11 +101,17 @@ def calibrate(req: Request) -> dict:
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
     _check_inputs(req)
-    scalars = {key: value for kind, path in req.measured() for key, value in read_measured(path, kind).items()}
+    scalars = {
+        key: value
+        for kind, path in req.measured()
+        for key, value in read_measured(path, kind).items()
+    }
     data = read_yaml(base)
     base_dir, out_dir = base.resolve().parent, out.resolve().parent
-    cal = {key: _rebase(value, base_dir, out_dir) if key in PATH_KEYS else value
-           for key, value in dict(data.get("calibration") or {}).items()}
+    cal = {
+        key: _rebase(value, base_dir, out_dir) if key in PATH_KEYS else value
+        for key, value in dict(data.get("calibration") or {}).items()
+    }
     placer = _Placer(out_dir, out.stem)
     if req.gemm:
         cal["gemm"] = placer.place(req.gemm, "")
@@ -101,6 +119,8 @@ def calibrate(req: Request) -> dict:
         cal.pop("gemm_model", None)
     elif req.gemm_model:
         cal["gemm_model"] = placer.place(req.gemm_model, "")
+    if req.attention:
+        cal["flash_attention"] = placer.place(req.attention, "")
     for key in ("nvlink", "infiniband"):
         files = [placer.place(f, key) for f in getattr(req, key)]
         if files:
@@ -120,6 +140,8 @@ def _check_inputs(req: Request) -> None:
     for table in (req.gemm, req.gemm_model):
         if table and table != NONE:
             read_gemm_table(table)
+    if req.attention:
+        read_attention_table(req.attention)
     for f in (*req.nvlink, *req.infiniband):
         read_nccl_log(f)
 
@@ -197,8 +219,10 @@ class _Placer:
 
 def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
     """Base text with the calibration entries replaced (comments kept); a plain dump if that fails."""
-    header = [f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
-              f"# command: {req.command}" if req.command else ""]
+    header = [
+        f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
+        f"# command: {req.command}" if req.command else "",
+    ]
     header = "\n".join(h for h in header if h) + "\n"
     edited = _edit_calibration(base.read_text(), data, req)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -206,10 +230,17 @@ def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
         out.write_text(header + edited)
         if _reads_back(out, data):
             return
-    out.write_text(header + f"# (layout of {base.name} not kept: its comments are lost)\n" + yaml_text(data))
+    out.write_text(
+        header + f"# (layout of {base.name} not kept: its comments are lost)\n" + yaml_text(data)
+    )
     if not _reads_back(out, data):
         out.unlink()
-        raise InputError(base, "file", str(base), "cannot be rewritten faithfully; edit the calibration section by hand")
+        raise InputError(
+            base,
+            "file",
+            str(base),
+            "cannot be rewritten faithfully; edit the calibration section by hand",
+        )
 
 
 def _reads_back(out: Path, data: dict) -> bool:
@@ -236,7 +267,11 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
     end = start + 1
     while end < len(lines) and (not lines[end].strip() or lines[end][0] in " #"):
         end += 1
-    body = [line for line in lines[start + 1:end] if line.strip() and not line.lstrip().startswith("#")]
+    body = [
+        line
+        for line in lines[start + 1 : end]
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     indent = " " * (len(body[0]) - len(body[0].lstrip())) if body else "  "
     measured_keys: tuple[str, ...] = ()
     firsts = {}  # the first key of each measured file written, with the file and what it holds
@@ -245,7 +280,9 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         firsts[written[0]] = (kind, path)
         measured_keys += tuple(written)
     for key in PATH_KEYS + measured_keys:
-        new = [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
+        new = (
+            [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
+        )
         if key in firsts:
             kind, path = firsts[key]
             end = _drop_source(lines, start, end, indent, key, kind.source)
@@ -278,7 +315,9 @@ def _find(lines, lo: int, hi: int, indent: str, key: str) -> int | None:
     """Index of the line `<indent><key>:` in lines[lo:hi]."""
     for i in range(lo, hi):
         line = lines[i]
-        if line.startswith(indent + key + ":") and (len(indent) == 0 or not line[len(indent)].isspace()):
+        if line.startswith(indent + key + ":") and (
+            len(indent) == 0 or not line[len(indent)].isspace()
+        ):
             return i
     return None
 
@@ -308,7 +347,9 @@ def _validate(out: Path) -> None:
         CostModel(load_hardware(out))
     except (InputError, ValueError) as e:
         out.unlink(missing_ok=True)
-        raise InputError(out, "calibration", None, f"the written file does not load ({e}); removed") from None
+        raise InputError(
+            out, "calibration", None, f"the written file does not load ({e}); removed"
+        ) from None
 
 
 # ---------------------------------------------------------------- what the change does
@@ -317,16 +358,21 @@ def _validate(out: Path) -> None:
 def predict(w, hw) -> dict[str, float]:
     """The numbers `simsp calibrate --workload` compares: the iteration and one layer."""
     from simsp.report import run  # the simulation (simpy) only when a comparison is asked for
+
     d = run(w, hw).to_dict()
-    return {"iteration s": d["iteration_time_s"], "MFU %": 100 * d["mfu"],
-            "per-layer forward ms": d["per_layer_ms"]["forward"],
-            "per-layer backward ms": d["per_layer_ms"]["backward"]}
+    return {
+        "iteration s": d["iteration_time_s"],
+        "MFU %": 100 * d["mfu"],
+        "per-layer forward ms": d["per_layer_ms"]["forward"],
+        "per-layer backward ms": d["per_layer_ms"]["backward"],
+    }
 
 
 def gemm_sources(w, hw) -> dict[str, int]:
     """How many of the layer's GEMM look-ups each source answered (table, model, roofline)."""
     from simsp.report import gemm_sources as layer_gemm_sources
     from simsp.report import run
+
     return layer_gemm_sources(run(w, hw).plan.layer)
 
 

@@ -1,4 +1,4 @@
-"""`simsp profile gemm | collectives | host | optimizer` and `simsp calibrate`: `register(sub)` adds them to the CLI.
+"""`simsp profile gemm | attention | collectives | host | optimizer` and `simsp calibrate`: `register(sub)` adds them to the CLI.
 
 Importing this module needs no torch; the profile commands ask for it when they run and, without
 it, fail with one line (`simsp: error: the profiler needs torch: ...`, exit 2).
@@ -13,11 +13,24 @@ from pathlib import Path
 from simsp.calibration import read_nccl_log
 from simsp.errors import InputError
 
-PROFILE_HELP = "measure GEMMs, collectives, the host floor or the Adam update with torch -> calibration files"
+PROFILE_HELP = (
+    "measure GEMMs, fused attention, collectives, the host floor or the Adam update with torch "
+    "-> calibration files"
+)
 GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
-HOST_HELP = "time the host (framework) work of one layer's passes -> hardware YAML calibration lines"
-OPTIMIZER_HELP = "time a fused Adam update over a rank's parameters -> hardware YAML calibration line"
-COLLECTIVES_HELP = "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
+ATTENTION_HELP = (
+    "time scaled_dot_product_attention forward and backward for a workload's FlashAttention shapes "
+    "-> FlashAttention CSV"
+)
+HOST_HELP = (
+    "time the host (framework) work of one layer's passes -> hardware YAML calibration lines"
+)
+OPTIMIZER_HELP = (
+    "time a fused Adam update over a rank's parameters -> hardware YAML calibration line"
+)
+COLLECTIVES_HELP = (
+    "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
+)
 CALIBRATE_HELP = "write a hardware YAML whose calibration points at measured files"
 
 
@@ -26,52 +39,142 @@ def register(sub) -> None:
     from simsp.arguments import add_workload_args as _add_workload_args
 
     prof = sub.add_parser("profile", help=PROFILE_HELP, description=PROFILE_HELP)
-    what = prof.add_subparsers(dest="profile_command", required=True, parser_class=type(prof), metavar="{gemm,collectives,host,optimizer}")
+    what = prof.add_subparsers(
+        dest="profile_command",
+        required=True,
+        parser_class=type(prof),
+        metavar="{gemm,attention,collectives,host,optimizer}",
+    )
 
     g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
     _add_workload_args(g)
     g.add_argument("--out", default="gemm.csv", help="CSV to write (default gemm.csv)")
-    g.add_argument("--add-workload", action="append", default=[], metavar="YAML",
-                   help="also time this workload's shapes, with its own settings (repeatable): one table for several runs")
-    g.add_argument("--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)")
-    g.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU")
-    g.add_argument("--repeats", type=int, help="timed calls per shape (default 20 on a GPU, 3 on the CPU)")
+    g.add_argument(
+        "--add-workload",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="also time this workload's shapes, with its own settings (repeatable): one table for several runs",
+    )
+    g.add_argument(
+        "--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)"
+    )
+    g.add_argument(
+        "--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU"
+    )
+    g.add_argument(
+        "--repeats", type=int, help="timed calls per shape (default 20 on a GPU, 3 on the CPU)"
+    )
     g.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
     g.set_defaults(func=cmd_profile_gemm, _parser=g)
 
+    f = what.add_parser("attention", help=ATTENTION_HELP, description=ATTENTION_HELP)
+    _add_workload_args(f)
+    f.add_argument("--out", default="attention.csv", help="CSV to write (default attention.csv)")
+    f.add_argument(
+        "--add-workload",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="also time this workload's shapes, with its own settings (repeatable)",
+    )
+    f.add_argument(
+        "--grid",
+        action="store_true",
+        help="also head_dim 64, 128 x seq_len 512..8192 (128..1024 on the CPU) x causal and not",
+    )
+    f.add_argument(
+        "--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU"
+    )
+    f.add_argument(
+        "--repeats",
+        type=int,
+        help="timed calls per shape and direction (default 20 on a GPU, 3 on the CPU)",
+    )
+    f.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
+    f.set_defaults(func=cmd_profile_attention, _parser=f)
+
     c = what.add_parser("collectives", help=COLLECTIVES_HELP, description=COLLECTIVES_HELP)
-    c.add_argument("--nproc", type=int, required=True, help="processes (GPUs under NCCL), at least 2")
-    c.add_argument("--backend", choices=("nccl", "gloo"), help="default nccl when there are GPUs enough, else gloo")
+    c.add_argument(
+        "--nproc", type=int, required=True, help="processes (GPUs under NCCL), at least 2"
+    )
+    c.add_argument(
+        "--backend",
+        choices=("nccl", "gloo"),
+        help="default nccl when there are GPUs enough, else gloo",
+    )
     c.add_argument("--out", default="nccl-logs", help="folder for the logs (default nccl-logs)")
     c.add_argument("--min-bytes", help="smallest message, e.g. 1K (default 1K)")
-    c.add_argument("--max-bytes", help="largest message, e.g. 1G (default 1G under NCCL, 16M under gloo)")
+    c.add_argument(
+        "--max-bytes", help="largest message, e.g. 1G (default 1G under NCCL, 16M under gloo)"
+    )
     c.add_argument("--iters", type=int, help="timed calls per size (default 20, after 5 warm-up)")
     c.set_defaults(func=cmd_profile_collectives, _parser=c)
 
     o = what.add_parser("host", help=HOST_HELP, description=HOST_HELP)
     o.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     o.add_argument("--repeats", type=int, default=500, help="passes per timing round (default 500)")
-    o.add_argument("--out", help="also write the lines to this YAML file (for `simsp calibrate --host`)")
+    o.add_argument(
+        "--out", help="also write the lines to this YAML file (for `simsp calibrate --host`)"
+    )
     o.set_defaults(func=cmd_profile_host, _parser=o)
 
     a = what.add_parser("optimizer", help=OPTIMIZER_HELP, description=OPTIMIZER_HELP)
     a.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
-    a.add_argument("--params", type=float, help="parameters to update (default 5e8 on a GPU, 2e7 on the CPU)")
-    a.add_argument("--hidden", type=int, help="hidden size of the layers they are shaped as (default 2048 / 512)")
-    a.add_argument("--repeats", type=int, help="steps per timing round (default 20 on a GPU, 3 on the CPU)")
-    a.add_argument("--out", help="also write the lines to this YAML file (for `simsp calibrate --optimizer`)")
+    a.add_argument(
+        "--params", type=float, help="parameters to update (default 5e8 on a GPU, 2e7 on the CPU)"
+    )
+    a.add_argument(
+        "--hidden",
+        type=int,
+        help="hidden size of the layers they are shaped as (default 2048 / 512)",
+    )
+    a.add_argument(
+        "--repeats", type=int, help="steps per timing round (default 20 on a GPU, 3 on the CPU)"
+    )
+    a.add_argument(
+        "--out", help="also write the lines to this YAML file (for `simsp calibrate --optimizer`)"
+    )
     a.set_defaults(func=cmd_profile_optimizer, _parser=a)
 
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
     k.add_argument("--hardware", required=True, help="base hardware YAML")
     k.add_argument("--gemm", help="GEMM table CSV (simsp profile gemm)")
-    k.add_argument("--gemm-model", metavar="FILE|none",
-                   help="modeled GEMM table for shapes --gemm does not cover; 'none' drops the base file's")
-    k.add_argument("--nvlink", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured inside one node")
-    k.add_argument("--infiniband", nargs="+", default=[], metavar="LOG", help="nccl-tests logs measured across nodes")
-    k.add_argument("--host", metavar="YAML", help="host floor lines written by `simsp profile host --out`")
-    k.add_argument("--optimizer", metavar="YAML", help="fused Adam rate written by `simsp profile optimizer --out`")
-    k.add_argument("--append", action="store_true", help="add the logs to the base file's lists instead of replacing them")
+    k.add_argument(
+        "--gemm-model",
+        metavar="FILE|none",
+        help="modeled GEMM table for shapes --gemm does not cover; 'none' drops the base file's",
+    )
+    k.add_argument(
+        "--attention", metavar="CSV", help="FlashAttention throughput CSV (simsp profile attention)"
+    )
+    k.add_argument(
+        "--nvlink",
+        nargs="+",
+        default=[],
+        metavar="LOG",
+        help="nccl-tests logs measured inside one node",
+    )
+    k.add_argument(
+        "--infiniband",
+        nargs="+",
+        default=[],
+        metavar="LOG",
+        help="nccl-tests logs measured across nodes",
+    )
+    k.add_argument(
+        "--host", metavar="YAML", help="host floor lines written by `simsp profile host --out`"
+    )
+    k.add_argument(
+        "--optimizer",
+        metavar="YAML",
+        help="fused Adam rate written by `simsp profile optimizer --out`",
+    )
+    k.add_argument(
+        "--append",
+        action="store_true",
+        help="add the logs to the base file's lists instead of replacing them",
+    )
     k.add_argument("--name", help="the new file's `name:` (default: the base file's)")
     k.add_argument("--out", required=True, help="new hardware YAML to write")
     k.add_argument("--workload", help="workload YAML: show how the change moves its prediction")
@@ -96,7 +199,10 @@ def command_line(args) -> str:
             if value == action.const and value != action.default:
                 words.append(action.option_strings[0])
         elif value != action.default:
-            words += [action.option_strings[0], *map(str, value if isinstance(value, list) else [value])]
+            words += [
+                action.option_strings[0],
+                *map(str, value if isinstance(value, list) else [value]),
+            ]
     return shlex.join(words)
 
 
@@ -115,46 +221,149 @@ def cmd_profile_gemm(args) -> None:
     if args.grid:
         todo = shapes.unique(todo + shapes.grid_shapes(grid))
     extra = [_workload_line(run) for run in runs]
-    extra.append(f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''} (layer GEMMs and logits, 3 layouts)"
-                 + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else ""))
+    extra.append(
+        f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''} (layer GEMMs and logits, 3 layouts)"
+        + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else "")
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     points, skipped = gemm.measure(todo, s)
     if not points:
-        raise InputError(args.out, "shapes", len(todo), "none of the GEMMs fit in the device's memory")
-    extra += [f"skipped (out of memory): {sh.name} {sh.layout} m={sh.gemm.m} n={sh.gemm.n} k={sh.gemm.k} "
-              f"batch={sh.gemm.batch}" for sh in skipped]
+        raise InputError(
+            args.out, "shapes", len(todo), "none of the GEMMs fit in the device's memory"
+        )
+    extra += [
+        f"skipped (out of memory): {sh.name} {sh.layout} m={sh.gemm.m} n={sh.gemm.n} k={sh.gemm.k} "
+        f"batch={sh.gemm.batch}"
+        for sh in skipped
+    ]
     table = gemm.write_table(points, s, out, command_line(args), extra)
     rates = [pt.tflops for pt in table.points]
-    summary = {"out": str(out), "shapes": len(table.points), "workload_shapes": n_workload,
-               "skipped_out_of_memory": len(skipped), "device": table.device,
-               "dtype": s.dtype, "min_tflops": min(rates), "max_tflops": max(rates)}
+    summary = {
+        "out": str(out),
+        "shapes": len(table.points),
+        "workload_shapes": n_workload,
+        "skipped_out_of_memory": len(skipped),
+        "device": table.device,
+        "dtype": s.dtype,
+        "min_tflops": min(rates),
+        "max_tflops": max(rates),
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"wrote {out}: {len(rates)} GEMM shapes on {table.device} ({s.dtype}), "
-              f"{min(rates):.3f} to {max(rates):.3f} TFLOP/s"
-              + (f"; {len(skipped)} skipped for lack of memory (listed in its header)" if skipped else ""))
+        print(
+            f"wrote {out}: {len(rates)} GEMM shapes on {table.device} ({s.dtype}), "
+            f"{min(rates):.3f} to {max(rates):.3f} TFLOP/s"
+            + (
+                f"; {len(skipped)} skipped for lack of memory (listed in its header)"
+                if skipped
+                else ""
+            )
+        )
+
+
+def cmd_profile_attention(args) -> None:
+    """`simsp profile attention`: time the workload's FlashAttention shapes (and a grid) -> CSV."""
+    from simsp.arguments import load, overrides
+    from simsp.config import load_workload
+    from simsp.profiler import attention, gemm
+
+    s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
+    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
+    runs = [w] + [load_workload(path) for path in args.add_workload]
+    todo = attention.unique([c for run in runs for c in attention.workload_cases(run)])
+    n_workload = len(todo)
+    if not todo and not args.grid:
+        raise InputError(
+            args.workload,
+            "model.attention",
+            w.model.attention,
+            "no FlashAttention op to time: use --attention flash or --grid",
+        )
+    if args.grid:
+        todo = attention.unique(todo + attention.grid_cases(s.device.startswith("cuda")))
+    extra = [
+        _workload_line(run) + f" kv_heads={run.model.groups} head_dim={run.model.head_size} "
+        f"attention={run.model.attention}"
+        for run in runs
+    ]
+    extra.append(
+        f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''}"
+        + (
+            f" + grid head_dim {list(attention.GRID_HEAD_DIMS)} x seq_len "
+            f"{list(attention.GRID_SEQ_GPU if s.device.startswith('cuda') else attention.GRID_SEQ_CPU)}"
+            " x causal true/false"
+            if args.grid
+            else ""
+        )
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    measured, skipped = attention.measure(todo, s)
+    if not measured:
+        raise InputError(
+            args.out, "shapes", len(todo), "none of the attention shapes fit in the device's memory"
+        )
+    extra += [f"skipped (out of memory): {c.describe()}" for c in skipped]
+    pts = attention.write_table(measured, s, out, command_line(args), extra)
+    rates = [p.tflops for p in pts]
+    summary = {
+        "out": str(out),
+        "shapes": len(measured),
+        "rows": len(pts),
+        "workload_shapes": n_workload,
+        "skipped_out_of_memory": [c.describe() for c in skipped],
+        "device": pts[0].gpu,
+        "kernels": sorted({p.kernel for p in pts}),
+        "dtype": s.dtype,
+        "min_tflops": min(rates),
+        "max_tflops": max(rates),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"wrote {out}: {len(measured)} attention shapes x fwd/bwd on {pts[0].gpu} ({s.dtype}, "
+            f"{', '.join(summary['kernels'])}), {min(rates):.3g} to {max(rates):.3g} TFLOP/s"
+            + (
+                f"; {len(skipped)} skipped for lack of memory: "
+                + "; ".join(summary["skipped_out_of_memory"])
+                if skipped
+                else ""
+            )
+        )
 
 
 def _workload_line(w) -> str:
     """The table header line saying which run's shapes were timed."""
     p = w.parallel
-    return (f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
-            f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
-            f"tp={p.tp} sp={p.sequence_parallel}")
+    return (
+        f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
+        f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
+        f"tp={p.tp} sp={p.sequence_parallel}"
+    )
 
 
 def cmd_profile_collectives(args) -> None:
     """`simsp profile collectives`: sweep each collective over N local processes, one log each."""
     from simsp.profiler import collectives
 
-    s = collectives.default_settings(args.nproc, args.backend, args.min_bytes, args.max_bytes, args.iters,
-                                     args.out, command_line(args))
+    s = collectives.default_settings(
+        args.nproc,
+        args.backend,
+        args.min_bytes,
+        args.max_bytes,
+        args.iters,
+        args.out,
+        command_line(args),
+    )
     for path in collectives.run(s):
         t = read_nccl_log(path)
-        print(f"wrote {path}: {t.op}, {t.ranks} ranks, {t.sizes_bytes[0]} to {t.sizes_bytes[-1]} B, "
-              f"peak busbw {max(t.busbw_gbps()):.2f} GB/s")
+        print(
+            f"wrote {path}: {t.op}, {t.ranks} ranks, {t.sizes_bytes[0]} to {t.sizes_bytes[-1]} B, "
+            f"peak busbw {max(t.busbw_gbps()):.2f} GB/s"
+        )
 
 
 def cmd_profile_host(args) -> None:
@@ -170,7 +379,10 @@ def cmd_profile_optimizer(args) -> None:
     """`simsp profile optimizer`: the fused Adam rate, printed as a hardware YAML calibration line."""
     from simsp.profiler.optimizer import measure
 
-    _emit(measure(args.device, args.params, args.hidden, args.repeats).yaml_lines(command_line(args)), args.out)
+    _emit(
+        measure(args.device, args.params, args.hidden, args.repeats).yaml_lines(command_line(args)),
+        args.out,
+    )
 
 
 def _emit(lines: list[str], out: str | None) -> None:
@@ -188,12 +400,27 @@ def cmd_calibrate(args) -> None:
     from simsp.config import load_hardware, load_workload
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 
-    req = Request(args.hardware, args.out, args.gemm, args.gemm_model, tuple(args.nvlink), tuple(args.infiniband),
-                  args.append, args.name, command_line(args), args.host, args.optimizer)
+    req = Request(
+        args.hardware,
+        args.out,
+        args.gemm,
+        args.gemm_model,
+        tuple(args.nvlink),
+        tuple(args.infiniband),
+        args.append,
+        args.name,
+        command_line(args),
+        args.host,
+        args.optimizer,
+        attention=args.attention,
+    )
     w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing
     cal = calibrate(req)
-    listed = ", ".join(f"{key}: {f'{len(v)} path(s)' if isinstance(v, list) else v}" for key, v in cal.items()
-                       if key in PATH_KEYS)
+    listed = ", ".join(
+        f"{key}: {f'{len(v)} path(s)' if isinstance(v, list) else v}"
+        for key, v in cal.items()
+        if key in PATH_KEYS
+    )
     print(f"wrote {args.out} ({listed}); it loads")
     if w is not None:
         print(compare(w, load_hardware(args.hardware), load_hardware(args.out)))
