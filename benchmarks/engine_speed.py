@@ -27,16 +27,21 @@ def main():
     hw = load_hardware()
     cost_model(hw)  # reading the calibration tables is a one-off, not simulation cost
     w = load_workload("workloads/gpt-1t.yaml")
-    wdp = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=64),
-                              training=dataclasses.replace(w.training, global_batch=512 * 64))
+    wdp = dataclasses.replace(
+        w,
+        parallel=dataclasses.replace(w.parallel, dp=64),
+        training=dataclasses.replace(w.training, global_batch=512 * 64),
+    )
     runs = {1: [], 64: []}
     for _ in range(5):  # alternate, so drift in the machine's speed hits both alike
         for dp, ww in ((1, w), (64, wdp)):
             runs[dp].append(timed(ww, hw))
     for dp, rs in runs.items():
         best, (spans, iteration) = min(rs)
-        print(f"gpt-1t dp={dp:<2d}: {best:.2f} s wall (best of {len(rs)}), {spans} spans, "
-              f"iteration {iteration:.2f} s simulated")
+        print(
+            f"gpt-1t dp={dp:<2d}: {best:.2f} s wall (best of {len(rs)}), {spans} spans, "
+            f"iteration {iteration:.2f} s simulated"
+        )
     print(f"dp=64 / dp=1 wall time: {min(runs[64])[0] / min(runs[1])[0]:.3f}")
     llama_405b_18k()
 
@@ -53,12 +58,16 @@ def llama_405b_18k():
         hw = load_hardware("hardware/dgx-h100.yaml")
         from simsp.cost import CostModel
 
-        sim = simulate(build_plan(w, CostModel(hw)))  # a fresh cost model: tables read and looked up cold
+        sim = simulate(
+            build_plan(w, CostModel(hw))
+        )  # a fresh cost model: tables read and looked up cold
         wall = time.perf_counter() - t
         best = wall if best is None else min(best, wall)
-    print(f"llama-3.1-405b on 18,432 H100s (tp 8, pp 18, dp 128, v 7): {best:.2f} s wall cold (best of 3), "
-          f"{len(sim.spans)} spans, iteration {sim.iteration_s:.2f} s simulated: "
-          f"{'meets' if best < 5 else 'MISSES'} the 5 s target")
+    print(
+        f"llama-3.1-405b on 18,432 H100s (tp 8, pp 18, dp 128, v 7): {best:.2f} s wall cold (best of 3), "
+        f"{len(sim.spans)} spans, iteration {sim.iteration_s:.2f} s simulated: "
+        f"{'meets' if best < 5 else 'MISSES'} the 5 s target"
+    )
 
 
 if __name__ == "__main__":

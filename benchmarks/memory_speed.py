@@ -18,10 +18,20 @@ def main():
     report = memory_report(w, hw)
     load_and_compute = time.perf_counter() - start
     best = min(_timed(lambda: memory_report(w, hw)) for _ in range(5))
-    print(f"gpt-1t memory: load + compute {load_and_compute * 1e3:.1f} ms, compute alone {best * 1e3:.1f} ms "
-          f"(best of 5), {len(report.stages)} stages, peak {report.peak_bytes / 2**30:.2f} GiB")
-    cli = min(_timed(lambda: subprocess.run([sys.executable, "-m", "simsp.cli", "memory", "workloads/gpt-1t.yaml",
-                                             "--json"], check=True, capture_output=True)) for _ in range(3))
+    print(
+        f"gpt-1t memory: load + compute {load_and_compute * 1e3:.1f} ms, compute alone {best * 1e3:.1f} ms "
+        f"(best of 5), {len(report.stages)} stages, peak {report.peak_bytes / 2**30:.2f} GiB"
+    )
+    cli = min(
+        _timed(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "simsp.cli", "memory", "workloads/gpt-1t.yaml", "--json"],
+                check=True,
+                capture_output=True,
+            )
+        )
+        for _ in range(3)
+    )
     print(f"`simsp memory workloads/gpt-1t.yaml --json` as a new process: {cli:.2f} s (best of 3)")
 
 

@@ -24,16 +24,24 @@ from simsp.config import load_hardware, load_workload  # noqa: E402
 from simsp.cost import cost_model  # noqa: E402
 from simsp.sweep import SweepSpec, enumerate_configs, event_result  # noqa: E402
 
-GRID = (("tp", (1, 2, 4, 8, 16)), ("pp", (1, 2, 4, 8, 16, 32)), ("sp", (True, False)),
-        ("recompute", ("none", "selective", "full")), ("micro_batch", (1, 2, 4, 8)),
-        ("schedule", ("1f1b", "interleaved", "gpipe")), ("virtual_stages", (2, 3, 4)),
-        ("global_batch", (512, 1536)))
+GRID = (
+    ("tp", (1, 2, 4, 8, 16)),
+    ("pp", (1, 2, 4, 8, 16, 32)),
+    ("sp", (True, False)),
+    ("recompute", ("none", "selective", "full")),
+    ("micro_batch", (1, 2, 4, 8)),
+    ("schedule", ("1f1b", "interleaved", "gpipe")),
+    ("virtual_stages", (2, 3, 4)),
+    ("global_batch", (512, 1536)),
+)
 GPUS = (64, 128, 256, 512, 1024)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sample", type=int, default=20, help="configurations also event-simulated (0: none)")
+    ap.add_argument(
+        "--sample", type=int, default=20, help="configurations also event-simulated (0: none)"
+    )
     args = ap.parse_args()
     hw = load_hardware(ROOT / "hardware" / "dgx-a100-80gb.yaml")
     base = load_workload(ROOT / "workloads" / "gpt3-175b.yaml")
@@ -57,8 +65,10 @@ def main() -> None:
 
     n = len(configs)
     print(f"grid points {points:,}, valid distinct configurations {n:,}")
-    print(f"cold (empty caches), enumeration + estimate: {t_cold:.2f} s = {n / t_cold:,.0f} configurations/s "
-          f"(enumeration alone {t_enum:.2f} s)")
+    print(
+        f"cold (empty caches), enumeration + estimate: {t_cold:.2f} s = {n / t_cold:,.0f} configurations/s "
+        f"(enumeration alone {t_enum:.2f} s)"
+    )
     print(f"warm, estimate only: {t_warm:.2f} s = {n / t_warm:,.0f} configurations/s")
     fits = sum(e.fits for e in estimates)
     print(f"{fits:,} fit in {hw.gpu.hbm_gib:.0f} GiB")
@@ -72,11 +82,15 @@ def main() -> None:
             r = event_result(c.workload, c.hardware)
             worst = max(worst, abs(e.iteration_time_s / r.iteration_time_s - 1))
             assert e.peak_bytes == r.memory.peak_bytes, dataclasses.asdict(c.workload.parallel)
-        print(f"sample of {min(args.sample, len(small))} against the engine: worst time error {worst:.3%}, "
-              f"peak memory equal")
+        print(
+            f"sample of {min(args.sample, len(small))} against the engine: worst time error {worst:.3%}, "
+            f"peak memory equal"
+        )
     rate = n / t_cold
-    print(f"screening rate {rate:,.0f} configurations/s on one core: "
-          f"{'meets' if rate >= 2000 else 'BELOW'} the 2,000/s target")
+    print(
+        f"screening rate {rate:,.0f} configurations/s on one core: "
+        f"{'meets' if rate >= 2000 else 'BELOW'} the 2,000/s target"
+    )
 
 
 if __name__ == "__main__":

@@ -37,10 +37,14 @@ def main() -> None:
         outcome = run_sweep(load_spec(SPEC), out, "local", args.jobs, progress=False)
         wall = time.perf_counter() - t0
     c = outcome.counts
-    print(f"wall time {wall:.1f} s on {args.jobs} processes ({'meets' if wall < 120 else 'MISSES'} < 2 min)")
-    print(f"grid points {c.grid_points}: {c.invalid} invalid, {c.duplicates} duplicates (SP with tp=1), "
-          f"{c.fallback} run as 1F1B where interleaving is invalid; {c.configs} configurations simulated "
-          f"({outcome.simulated} this run), {sum(r['fits'] == 'true' for r in outcome.rows)} fit")
+    print(
+        f"wall time {wall:.1f} s on {args.jobs} processes ({'meets' if wall < 120 else 'MISSES'} < 2 min)"
+    )
+    print(
+        f"grid points {c.grid_points}: {c.invalid} invalid, {c.duplicates} duplicates (SP with tp=1), "
+        f"{c.fallback} run as 1F1B where interleaving is invalid; {c.configs} configurations simulated "
+        f"({outcome.simulated} this run), {sum(r['fits'] == 'true' for r in outcome.rows)} fit"
+    )
     print(summary(outcome))
     print()
     print(table(best(outcome.rows, 10)))
@@ -48,14 +52,18 @@ def main() -> None:
     top = best(outcome.rows, 1)
     paper_w = load_workload(ROOT / "workloads" / "gpt3-175b.yaml")
     paper = run(paper_w, load_hardware(ROOT / "hardware" / "dgx-a100-80gb.yaml"))
-    print(f"paper setting  {describe(paper_w, paper.hardware).split(': ', 1)[1]}: "
-          f"{paper.iteration_time_s:.3f} s, MFU {paper.mfu():.1%}, peak {paper.memory.peak_bytes / GIB:.2f} GiB")
+    print(
+        f"paper setting  {describe(paper_w, paper.hardware).split(': ', 1)[1]}: "
+        f"{paper.iteration_time_s:.3f} s, MFU {paper.mfu():.1%}, peak {paper.memory.peak_bytes / GIB:.2f} GiB"
+    )
     if top:
         r = top[0]
         t = float(r["iteration_time_s"])
-        print(f"best fitting   {describe_row(r)}: {t:.3f} s, MFU {float(r['mfu']):.1%}, "
-              f"peak {int(r['peak_bytes']) / GIB:.2f} GiB -> {paper.iteration_time_s / t - 1:+.1%} throughput "
-              f"vs the paper's setting")
+        print(
+            f"best fitting   {describe_row(r)}: {t:.3f} s, MFU {float(r['mfu']):.1%}, "
+            f"peak {int(r['peak_bytes']) / GIB:.2f} GiB -> {paper.iteration_time_s / t - 1:+.1%} throughput "
+            f"vs the paper's setting"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ def main():
 
     t = time.perf_counter()
     cases, skipped = V.build_cases()
-    print(f"built {len(cases)} cases ({len(skipped)} rows skipped) in {time.perf_counter() - t:.2f} s")
+    print(
+        f"built {len(cases)} cases ({len(skipped)} rows skipped) in {time.perf_counter() - t:.2f} s"
+    )
 
     sample = V.subset([c for c in cases if c.set.startswith("vtrain")], 50)
     V.predict(sample[0])  # reading the calibration tables is a one-off
@@ -28,14 +30,20 @@ def main():
     for c in sample:
         V.predict(c)
     per_case = (time.perf_counter() - t) / len(sample)
-    print(f"serial: {per_case * 1e3:.1f} ms a vTrain case (mean of {len(sample)}), "
-          f"~{per_case * len(cases):.0f} s for all on one core")
+    print(
+        f"serial: {per_case * 1e3:.1f} ms a vTrain case (mean of {len(sample)}), "
+        f"~{per_case * len(cases):.0f} s for all on one core"
+    )
 
     v = V.run_validation(workers=workers)
-    print(f"full validation, {workers} worker(s): {len(v.results)} cases in {v.wall_s:.1f} s "
-          f"({'under' if v.wall_s < 300 else 'OVER'} the 300 s budget)")
+    print(
+        f"full validation, {workers} worker(s): {len(v.results)} cases in {v.wall_s:.1f} s "
+        f"({'under' if v.wall_s < 300 else 'OVER'} the 300 s budget)"
+    )
     for name, m in v.summary()["sets"].items():
-        print(f"  {name:14s} n={m['n']:5d} MAPE {m['mape']:6.1%} max {m['max_abs_error']:6.1%} bias {m['bias']:+6.1%}")
+        print(
+            f"  {name:14s} n={m['n']:5d} MAPE {m['mape']:6.1%} max {m['max_abs_error']:6.1%} bias {m['bias']:+6.1%}"
+        )
 
 
 if __name__ == "__main__":

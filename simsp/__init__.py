@@ -11,8 +11,12 @@ Models" (MLSys 2023, arXiv 2205.05198). See DESIGN.md for the data flow.
 
 __version__ = "0.1.0"
 
-_API = {"estimate": "simsp.analytic", "load_hardware": "simsp.config", "load_workload": "simsp.config",
-        "run": "simsp.report"}
+_API = {
+    "estimate": "simsp.analytic",
+    "load_hardware": "simsp.config",
+    "load_workload": "simsp.config",
+    "run": "simsp.report",
+}
 __all__ = [*_API, "__version__"]
 
 

@@ -78,8 +78,11 @@ def stage_work_s(c) -> tuple[float, ...]:
 def pipeline_s(c) -> float:
     """Makespan of the forwards and backwards: (m - 1) max W + (p + v - 1)/(pv) sum(F + B) + 2(p - 1)c."""
     chunk_sum = sum(x.forward_s + x.backward_s for x in c.chunks)
-    return ((c.m - 1) * max(stage_work_s(c)) + (c.p + c.v - 1) / (c.p * c.v) * chunk_sum
-            + 2 * (c.p - 1) * c.p2p_s)
+    return (
+        (c.m - 1) * max(stage_work_s(c))
+        + (c.p + c.v - 1) / (c.p * c.v) * chunk_sum
+        + 2 * (c.p - 1) * c.p2p_s
+    )
 
 
 def stage_finish_s(c) -> tuple[tuple[float, float], ...]:
@@ -118,7 +121,9 @@ def iteration_s(c) -> float:
 
 @lru_cache(maxsize=_CACHE_SIZE)
 def _layer(model, layer_parallel, micro_batch, hw, tp_rpn):
-    return layer_time(L.build_layer(model, layer_parallel, micro_batch), cost_model(hw), layer_parallel, tp_rpn)
+    return layer_time(
+        L.build_layer(model, layer_parallel, micro_batch), cost_model(hw), layer_parallel, tp_rpn
+    )
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -129,13 +134,21 @@ def _ends(model, layer_parallel, micro_batch, hw, place):
 
 def _canonical(model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int) -> Workload:
     """A one-stage workload with just what a layer's and the end stages' costs depend on."""
-    return Workload("canonical", model, TrainingSpec(global_batch=micro_batch, micro_batch=micro_batch), layer_parallel)
+    return Workload(
+        "canonical",
+        model,
+        TrainingSpec(global_batch=micro_batch, micro_batch=micro_batch),
+        layer_parallel,
+    )
 
 
 MEMOISED = Parts(
-    layer=lambda w, cost, place: _layer(w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw,
-                                        place.tp_ranks_per_node),
-    ends=lambda w, cost, place: _ends(w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw, place),
+    layer=lambda w, cost, place: _layer(
+        w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw, place.tp_ranks_per_node
+    ),
+    ends=lambda w, cost, place: _ends(
+        w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw, place
+    ),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
 batch, the hardware and the placement: a sweep over pp, dp and schedules costs each layer once."""
@@ -160,7 +173,9 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     return Estimate(
         iteration_time_s=t,
         mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak),
-        hfu=utilization(hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp), t, gpus, peak),
+        hfu=utilization(
+            hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp), t, gpus, peak
+        ),
         tokens_per_s=gb * w.model.seq_len / t,
         peak_bytes=memory.peak_bytes(w),
         capacity_bytes=hw.hbm_bytes,
@@ -171,6 +186,15 @@ def clear_caches() -> None:
     """Forget every memoised cost (for benchmarks that measure a cold start)."""
     from simsp import flops, params
 
-    for f in (_layer, _ends, memory.interleaved_counts, memory._per_layer_bytes, memory._end_stage_bytes,
-              params.layer_weights, params.layer_params_per_rank, params._stage_params, flops._layer_forward):
+    for f in (
+        _layer,
+        _ends,
+        memory.interleaved_counts,
+        memory._per_layer_bytes,
+        memory._end_stage_bytes,
+        params.layer_weights,
+        params.layer_params_per_rank,
+        params._stage_params,
+        flops._layer_forward,
+    ):
         f.cache_clear()

@@ -27,18 +27,30 @@ def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
     flag = "--" + k.short.replace("_", "-")
     if k.kind is bool:
         p.add_argument(flag, dest=k.name, action="store_true", default=None, help=k.doc)
-        p.add_argument("--no-" + flag[2:], dest=k.name, action="store_false", help=argparse.SUPPRESS)
+        p.add_argument(
+            "--no-" + flag[2:], dest=k.name, action="store_false", help=argparse.SUPPRESS
+        )
         return
-    p.add_argument(flag, dest=k.name, type=k.kind, choices=k.choices,
-                   metavar="|".join(k.choices) if k.choices else None, help=k.doc)
+    p.add_argument(
+        flag,
+        dest=k.name,
+        type=k.kind,
+        choices=k.choices,
+        metavar="|".join(k.choices) if k.choices else None,
+        help=k.doc,
+    )
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
     """The workload file, the hardware file, --model, and one override flag per knob."""
     p.add_argument("workload", help="workload YAML (see workloads/)")
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
-    p.add_argument("--model", dest="hf_model", metavar="CONFIG.json",
-                   help="replace the workload's model by this Hugging Face config.json (seq_len kept)")
+    p.add_argument(
+        "--model",
+        dest="hf_model",
+        metavar="CONFIG.json",
+        help="replace the workload's model by this Hugging Face config.json (seq_len kept)",
+    )
     for section, _ in SECTIONS:
         group = p.add_argument_group(f"{section} overrides")
         for k in KNOBS:
@@ -80,4 +92,6 @@ def write_text(path, text: str) -> None:
         with open(path, "w") as f:
             f.write(text)
     except OSError as e:
-        raise InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})") from None
+        raise InputError(
+            path, "output", str(path), f"cannot be written ({e.strerror or e})"
+        ) from None

@@ -25,9 +25,11 @@ def cmd_run(args) -> None:
     outputs = {}
     if args.timeline:
         from simsp.timeline import timeline_html
+
         outputs[args.timeline] = timeline_html(result)
     if args.trace:
         from simsp.perfetto import chrome_trace_json
+
         outputs[args.trace] = chrome_trace_json(result)
     for path, text in outputs.items():  # everything rendered before anything is written
         write_text(path, text)
@@ -44,8 +46,12 @@ def cmd_layer(args) -> None:
 
     w, hw = load(args)
     place = placement(w, hw.node.gpus)
-    lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost_model(hw), w.parallel,
-                    place.tp_ranks_per_node)
+    lt = layer_time(
+        build_layer(w.model, w.parallel, w.training.micro_batch),
+        cost_model(hw),
+        w.parallel,
+        place.tp_ranks_per_node,
+    )
     print_json(layer_dict(lt)) if args.json else print(layer_table(w, hw, lt))
 
 
@@ -58,7 +64,9 @@ COMMANDS = {
 
 def parser() -> Parser:
     """The whole command line."""
-    top = Parser(prog="simsp", description="Simulate one training iteration of a large transformer.")
+    top = Parser(
+        prog="simsp", description="Simulate one training iteration of a large transformer."
+    )
     sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (func, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
@@ -76,9 +84,16 @@ def parser() -> Parser:
     from simsp.sweep import register as register_sweep
 
     register_sweep(sub)
-    p = sub.add_parser("reproduce", help="the paper's tables and figures beside simsp's",
-                       description="Run the paper's experiments; print the tables and write one HTML report.")
-    p.add_argument("--out", default="reproduction", help="folder for reproduction.html (default ./reproduction)")
+    p = sub.add_parser(
+        "reproduce",
+        help="the paper's tables and figures beside simsp's",
+        description="Run the paper's experiments; print the tables and write one HTML report.",
+    )
+    p.add_argument(
+        "--out",
+        default="reproduction",
+        help="folder for reproduction.html (default ./reproduction)",
+    )
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
     p.set_defaults(func=cmd_reproduce)
     return top

@@ -12,7 +12,14 @@ from pathlib import Path
 import yaml
 
 from simsp.errors import InputError
-from simsp.hardware import CalibrationSpec, GpuSpec, HardwareSpec, MemoryBoundSpec, NetworkSpec, NodeSpec
+from simsp.hardware import (
+    CalibrationSpec,
+    GpuSpec,
+    HardwareSpec,
+    MemoryBoundSpec,
+    NetworkSpec,
+    NodeSpec,
+)
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.workload import TrainingSpec, Workload, validate
@@ -34,7 +41,9 @@ def read_yaml(path) -> dict:
         where = f" at line {mark.line + 1}" if mark else ""
         raise InputError(path, "file", str(path), f"is not valid YAML{where}") from None
     if not isinstance(data, dict):
-        raise InputError(path, "file", type(data).__name__, "must be a YAML mapping of keys to values")
+        raise InputError(
+            path, "file", type(data).__name__, "must be a YAML mapping of keys to values"
+        )
     return data
 
 
@@ -52,7 +61,9 @@ def _check_scalar(file, key, value, kind, allow_zero):
     if not ok:
         raise InputError(file, key, value, f"must be {'an integer' if kind is int else 'a number'}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise InputError(file, key, value, "must be positive" if not allow_zero else "must not be negative")
+        raise InputError(
+            file, key, value, "must be positive" if not allow_zero else "must not be negative"
+        )
     return kind(value)
 
 
@@ -62,9 +73,16 @@ def _check_steps(file, key, value):
     try:
         steps = tuple(sorted((float(a), float(b)) for a, b in pairs))
     except (TypeError, ValueError):
-        raise InputError(file, key, value, "must map numbers to numbers, e.g. {0: 0.3, 1e6: 0.6}") from None
+        raise InputError(
+            file, key, value, "must map numbers to numbers, e.g. {0: 0.3, 1e6: 0.6}"
+        ) from None
     if not steps or any(a < 0 or b <= 0 for a, b in steps):
-        raise InputError(file, key, value, "must be a non-empty map of non-negative thresholds to positive values")
+        raise InputError(
+            file,
+            key,
+            value,
+            "must be a non-empty map of non-negative thresholds to positive values",
+        )
     return steps
 
 
@@ -75,12 +93,16 @@ def build(cls, data, file, prefix=""):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
         if key not in fields:
-            raise InputError(file, prefix + str(key), data[key], f"unknown key; known: {', '.join(fields)}")
+            raise InputError(
+                file, prefix + str(key), data[key], f"unknown key; known: {', '.join(fields)}"
+            )
     hints = typing.get_type_hints(cls)
     values = {}
     for name, f in fields.items():
         key = prefix + name
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        has_default = (
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        )
         if name not in data:
             if not has_default:
                 raise InputError(file, key, None, "is required")
@@ -90,7 +112,11 @@ def build(cls, data, file, prefix=""):
         if kind in (int, float, bool, str):
             values[name] = _check_scalar(file, key, data[name], kind, allow_zero=allow_zero)
         elif kind == bool | str:
-            values[name] = data[name] if isinstance(data[name], bool) else _check_scalar(file, key, data[name], str, False)
+            values[name] = (
+                data[name]
+                if isinstance(data[name], bool)
+                else _check_scalar(file, key, data[name], str, False)
+            )
         elif kind == tuple[str, ...]:
             items = data[name] if isinstance(data[name], list) else [data[name]]
             values[name] = tuple(_check_scalar(file, key, v, str, False) for v in items)
@@ -196,9 +222,14 @@ def load_hardware(path=None) -> HardwareSpec:
     cal = dataclasses.replace(
         cal,
         gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
-        gemm_model=_resolve_paths(path, "calibration.gemm_model", [cal.gemm_model], folder)[0] if cal.gemm_model else "",
-        flash_attention=(_resolve_paths(path, "calibration.flash_attention", [cal.flash_attention], folder)[0]
-                         if cal.flash_attention else ""),
+        gemm_model=_resolve_paths(path, "calibration.gemm_model", [cal.gemm_model], folder)[0]
+        if cal.gemm_model
+        else "",
+        flash_attention=(
+            _resolve_paths(path, "calibration.flash_attention", [cal.flash_attention], folder)[0]
+            if cal.flash_attention
+            else ""
+        ),
         nvlink=_resolve_paths(path, "calibration.nvlink", cal.nvlink, folder),
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )
@@ -226,4 +257,9 @@ def yaml_text(data: dict) -> str:
 
 def yaml_flow(value) -> str:
     """One value as single-line flow-style YAML, e.g. `[a.log, b.log]` or `calibration/x.csv`."""
-    return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).strip().removesuffix("\n...").strip()
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=float("inf"))
+        .strip()
+        .removesuffix("\n...")
+        .strip()
+    )

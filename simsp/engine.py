@@ -48,7 +48,9 @@ class _Run:
         return ev
 
     def span(self, stage, stream, kind, name, start, dur, mb=-1, chunk=-1, vs=-1):
-        first, n = (vs * self.plan.layers_per_chunk, self.plan.layers_per_chunk) if vs >= 0 else (-1, 0)
+        first, n = (
+            (vs * self.plan.layers_per_chunk, self.plan.layers_per_chunk) if vs >= 0 else (-1, 0)
+        )
         self.spans.append(Span(stage, stream, kind, name, start, dur, mb, chunk, first, n))
 
     def stage(self, s: int):
@@ -71,8 +73,17 @@ class _Run:
                 self.memory.append(MemorySample(s, start, held))
             dur = cost.forward_s if forward else cost.backward_s
             yield env.timeout(dur)
-            self.span(s, "compute", "forward" if forward else "backward",
-                      f"{'F' if forward else 'B'} mb{a.microbatch} c{a.chunk}", start, dur, a.microbatch, a.chunk, vs)
+            self.span(
+                s,
+                "compute",
+                "forward" if forward else "backward",
+                f"{'F' if forward else 'B'} mb{a.microbatch} c{a.chunk}",
+                start,
+                dur,
+                a.microbatch,
+                a.chunk,
+                vs,
+            )
             if not forward:
                 held -= cost.activation_bytes
                 self.memory.append(MemorySample(s, env.now, held))
@@ -81,8 +92,16 @@ class _Run:
             if 0 <= target <= last_vs and plan.p2p_s > 0:
                 t0 = env.now
                 yield env.timeout(plan.p2p_s)
-                self.span(s, "pp_comm", "pp_send", f"send {'act' if forward else 'grad'} mb{a.microbatch} c{a.chunk}",
-                          t0, plan.p2p_s, a.microbatch, a.chunk)
+                self.span(
+                    s,
+                    "pp_comm",
+                    "pp_send",
+                    f"send {'act' if forward else 'grad'} mb{a.microbatch} c{a.chunk}",
+                    t0,
+                    plan.p2p_s,
+                    a.microbatch,
+                    a.chunk,
+                )
             self.event((a.kind, vs, a.microbatch)).succeed()
         yield from self.gradients(s, *last_b)
 
@@ -91,13 +110,22 @@ class _Run:
         plan, env = self.plan, self.env
         dp = plan.dp_s[s]
         if dp > 0:
-            end = gradients_done_s(env.now, backward_start, backward_end, dp, plan.dp_buckets[s], plan.overlap_dp)
+            end = gradients_done_s(
+                env.now, backward_start, backward_end, dp, plan.dp_buckets[s], plan.overlap_dp
+            )
             self.span(s, "dp_comm", "dp_allreduce", "DP gradient all-reduce", end - dp, dp)
             yield env.timeout(end - env.now)
         if plan.embedding_sync_s > 0 and s in (0, plan.p - 1):
             t0 = env.now
             yield env.timeout(plan.embedding_sync_s)
-            self.span(s, "dp_comm", "dp_allreduce", "tied embedding gradient all-reduce", t0, plan.embedding_sync_s)
+            self.span(
+                s,
+                "dp_comm",
+                "dp_allreduce",
+                "tied embedding gradient all-reduce",
+                t0,
+                plan.embedding_sync_s,
+            )
         self.done[s] = env.now
 
 

@@ -18,8 +18,12 @@ from simsp.layer import Gemm, build_layer
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 
-MODEL_FLOPS_FORMULA = "megatron-core r0.8 num_floating_point_operations (op list; = paper Eq. 7 for GPT)"
-HARDWARE_FLOPS_FORMULA = "model FLOPs + recompute (full: 1 forward; selective: paper Eq. 8 as printed)"
+MODEL_FLOPS_FORMULA = (
+    "megatron-core r0.8 num_floating_point_operations (op list; = paper Eq. 7 for GPT)"
+)
+HARDWARE_FLOPS_FORMULA = (
+    "model FLOPs + recompute (full: 1 forward; selective: paper Eq. 8 as printed)"
+)
 RECOMPUTE_PASSES = {"none": 0, "full": 1, "selective": 3}
 """Forward-equivalents counted for each re-run op (see the module docstring)."""
 
@@ -47,7 +51,10 @@ def model_flops(model: ModelSpec, global_batch: int, tp: int = 1) -> float:
 def hardware_flops(model: ModelSpec, global_batch: int, recompute: str, tp: int = 1) -> float:
     """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, every layer."""
     _, rerun = _layer_forward(model, recompute)
-    return model_flops(model, global_batch, tp) + RECOMPUTE_PASSES[recompute] * model.layers * rerun * global_batch
+    return (
+        model_flops(model, global_batch, tp)
+        + RECOMPUTE_PASSES[recompute] * model.layers * rerun * global_batch
+    )
 
 
 def utilization(flops: float, seconds: float, gpus: int, peak_tflops: float) -> float:

@@ -64,7 +64,11 @@ class CalibrationSpec:
     """nccl-tests logs measured inside one node."""
     infiniband: tuple[str, ...] = ()
     """nccl-tests logs measured across nodes with every GPU of each node in the group."""
-    gemm_fallback_efficiency: tuple[tuple[float, float], ...] = ((0.0, 0.1), (1e9, 0.6), (16e9, 0.9))
+    gemm_fallback_efficiency: tuple[tuple[float, float], ...] = (
+        (0.0, 0.1),
+        (1e9, 0.6),
+        (16e9, 0.9),
+    )
     """(FLOPs, fraction of gemm_max_tflops) steps for shapes no table covers."""
     kernel_launch_us: float = 0.0
     """Minimum time of any kernel (launch and tail), microseconds."""

@@ -40,12 +40,34 @@ from simsp.errors import InputError
 TF = "transformers v4.46.3 src/transformers/models/"
 """Prefix of every citation below."""
 
-MOE_TYPES = frozenset({
-    "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3", "dbrx",
-    "olmoe", "granitemoe", "granitemoeshared", "jetmoe", "phimoe", "jamba", "gpt_oss", "llama4",
-    "llama4_text", "switch_transformers", "nllb_moe", "minimax", "glm4_moe", "ernie4_5_moe",
-    "hunyuan_v1_moe", "dots1", "bailing_moe",
-})
+MOE_TYPES = frozenset(
+    {
+        "mixtral",
+        "qwen2_moe",
+        "qwen3_moe",
+        "qwen3_next",
+        "deepseek_v2",
+        "deepseek_v3",
+        "dbrx",
+        "olmoe",
+        "granitemoe",
+        "granitemoeshared",
+        "jetmoe",
+        "phimoe",
+        "jamba",
+        "gpt_oss",
+        "llama4",
+        "llama4_text",
+        "switch_transformers",
+        "nllb_moe",
+        "minimax",
+        "glm4_moe",
+        "ernie4_5_moe",
+        "hunyuan_v1_moe",
+        "dots1",
+        "bailing_moe",
+    }
+)
 """Mixture-of-experts model_types, refused by name."""
 
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
@@ -55,7 +77,12 @@ GATED_ACTS = {"silu": "swiglu", "swish": "swiglu"}
 """Activation of a gated (gate_proj * act(up_proj)) MLP -> ModelSpec.mlp. transformers'
 activations.py ACT2CLS maps both 'silu' and 'swish' to nn.SiLU; SiLU-gated = SwiGLU."""
 
-PLAIN_ACTS = {"relu2": "squared_relu", "gelu": "gelu", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu"}
+PLAIN_ACTS = {
+    "relu2": "squared_relu",
+    "gelu": "gelu",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+}
 """Activation of a two-matrix (up, act, down) MLP -> ModelSpec.mlp. relu2 is
 ReLUSquaredActivation (activations.py); the gelu variants differ only in their approximation."""
 
@@ -104,28 +131,62 @@ FAMILIES = {
     # bias=config.mlp_bias, head_dim = getattr(config, "head_dim", h // a), LlamaRMSNorm.
     "llama": Family(
         source="llama/configuration_llama.py, llama/modeling_llama.py",
-        layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
-        vocab="vocab_size", ffn="intermediate_size", act="hidden_act", act_default="silu",
-        gated=True, norm="rmsnorm", position="rope", tied_default=False, dropout="attention_dropout",
-        head_dim="head_dim", attention_bias=("attention_bias", False), mlp_bias=("mlp_bias", False)),
+        layers="num_hidden_layers",
+        hidden="hidden_size",
+        heads="num_attention_heads",
+        vocab="vocab_size",
+        ffn="intermediate_size",
+        act="hidden_act",
+        act_default="silu",
+        gated=True,
+        norm="rmsnorm",
+        position="rope",
+        tied_default=False,
+        dropout="attention_dropout",
+        head_dim="head_dim",
+        attention_bias=("attention_bias", False),
+        mlp_bias=("mlp_bias", False),
+    ),
     # configuration_mistral.py: tie_word_embeddings=False, num_key_value_heads=8, head_dim=None,
     # hidden_act="silu", attention_dropout=0.0. modeling_mistral.py: every Linear bias=False,
     # head_dim = config.head_dim, MistralRMSNorm.
     "mistral": Family(
         source="mistral/configuration_mistral.py, mistral/modeling_mistral.py",
-        layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
-        vocab="vocab_size", ffn="intermediate_size", act="hidden_act", act_default="silu",
-        gated=True, norm="rmsnorm", position="rope", tied_default=False, dropout="attention_dropout",
-        kv_default=8, head_dim="head_dim"),
+        layers="num_hidden_layers",
+        hidden="hidden_size",
+        heads="num_attention_heads",
+        vocab="vocab_size",
+        ffn="intermediate_size",
+        act="hidden_act",
+        act_default="silu",
+        gated=True,
+        norm="rmsnorm",
+        position="rope",
+        tied_default=False,
+        dropout="attention_dropout",
+        kv_default=8,
+        head_dim="head_dim",
+    ),
     # configuration_qwen2.py: tie_word_embeddings=False, num_key_value_heads=32, hidden_act="silu",
     # attention_dropout=0.0, no head_dim. modeling_qwen2.py: q/k/v_proj bias=True, o_proj and MLP
     # bias=False, head_dim = hidden_size // num_heads, Qwen2RMSNorm.
     "qwen2": Family(
         source="qwen2/configuration_qwen2.py, qwen2/modeling_qwen2.py",
-        layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
-        vocab="vocab_size", ffn="intermediate_size", act="hidden_act", act_default="silu",
-        gated=True, norm="rmsnorm", position="rope", tied_default=False, dropout="attention_dropout",
-        kv_default=32, qkv_bias_only=True),
+        layers="num_hidden_layers",
+        hidden="hidden_size",
+        heads="num_attention_heads",
+        vocab="vocab_size",
+        ffn="intermediate_size",
+        act="hidden_act",
+        act_default="silu",
+        gated=True,
+        norm="rmsnorm",
+        position="rope",
+        tied_default=False,
+        dropout="attention_dropout",
+        kv_default=32,
+        qkv_bias_only=True,
+    ),
     # configuration_nemotron.py: tie_word_embeddings=False, hidden_act="relu2",
     # num_key_value_heads=None (-> heads), head_dim=None, partial_rotary_factor=0.5,
     # attention_bias=False, mlp_bias=False, attention_dropout=0.0. modeling_nemotron.py:
@@ -133,32 +194,67 @@ FAMILIES = {
     # weight and bias, head_dim = config.head_dim.
     "nemotron": Family(
         source="nemotron/configuration_nemotron.py, nemotron/modeling_nemotron.py",
-        layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
-        vocab="vocab_size", ffn="intermediate_size", act="hidden_act", act_default="relu2",
-        gated=False, norm="layernorm", position="rope", tied_default=False,
-        dropout="attention_dropout", head_dim="head_dim",
-        attention_bias=("attention_bias", False), mlp_bias=("mlp_bias", False)),
+        layers="num_hidden_layers",
+        hidden="hidden_size",
+        heads="num_attention_heads",
+        vocab="vocab_size",
+        ffn="intermediate_size",
+        act="hidden_act",
+        act_default="relu2",
+        gated=False,
+        norm="layernorm",
+        position="rope",
+        tied_default=False,
+        dropout="attention_dropout",
+        head_dim="head_dim",
+        attention_bias=("attention_bias", False),
+        mlp_bias=("mlp_bias", False),
+    ),
     # configuration_gpt2.py: n_layer/n_embd/n_head/n_inner (None -> 4 x n_embd, modeling_gpt2.py
     # GPT2Block inner_dim), activation_function="gelu_new", attn_pdrop=0.1; no
     # tie_word_embeddings argument, so configuration_utils.py PretrainedConfig's default True.
     # modeling_gpt2.py: Conv1D layers (always biased), nn.LayerNorm, learned wpe positions.
     "gpt2": Family(
         source="gpt2/configuration_gpt2.py, gpt2/modeling_gpt2.py, ../configuration_utils.py",
-        layers="n_layer", hidden="n_embd", heads="n_head", vocab="vocab_size", ffn="n_inner",
-        act="activation_function", act_default="gelu_new", gated=False, norm="layernorm",
-        position="learned", tied_default=True, dropout="attn_pdrop", kv=None,
-        attention_bias=(None, True), mlp_bias=(None, True), ffn_default_4h=True),
+        layers="n_layer",
+        hidden="n_embd",
+        heads="n_head",
+        vocab="vocab_size",
+        ffn="n_inner",
+        act="activation_function",
+        act_default="gelu_new",
+        gated=False,
+        norm="layernorm",
+        position="learned",
+        tied_default=True,
+        dropout="attn_pdrop",
+        kv=None,
+        attention_bias=(None, True),
+        mlp_bias=(None, True),
+        ffn_default_4h=True,
+    ),
     # configuration_gpt_neox.py: tie_word_embeddings=False, hidden_act="gelu", rotary_pct=0.25,
     # attention_bias=True, attention_dropout=0.0, no GQA. modeling_gpt_neox.py:
     # query_key_value/dense bias=config.attention_bias, dense_h_to_4h/dense_4h_to_h always
     # biased, nn.LayerNorm, separate embed_out.
     "gpt_neox": Family(
         source="gpt_neox/configuration_gpt_neox.py, gpt_neox/modeling_gpt_neox.py",
-        layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
-        vocab="vocab_size", ffn="intermediate_size", act="hidden_act", act_default="gelu",
-        gated=False, norm="layernorm", position="rope", tied_default=False,
-        dropout="attention_dropout", kv=None,
-        attention_bias=("attention_bias", True), mlp_bias=(None, True)),
+        layers="num_hidden_layers",
+        hidden="hidden_size",
+        heads="num_attention_heads",
+        vocab="vocab_size",
+        ffn="intermediate_size",
+        act="hidden_act",
+        act_default="gelu",
+        gated=False,
+        norm="layernorm",
+        position="rope",
+        tied_default=False,
+        dropout="attention_dropout",
+        kv=None,
+        attention_bias=("attention_bias", True),
+        mlp_bias=(None, True),
+    ),
 }
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")
@@ -171,7 +267,12 @@ def model_fields(config: dict, source: str) -> dict:
     key, value and rule for a non-dict, an unsupported or MoE model_type, or a missing or
     malformed field. Follows the transformers file named in FAMILIES[model_type].source."""
     if not isinstance(config, dict):
-        raise InputError(source, "file", type(config).__name__, "must be a JSON object (a Hugging Face config.json)")
+        raise InputError(
+            source,
+            "file",
+            type(config).__name__,
+            "must be a JSON object (a Hugging Face config.json)",
+        )
     fam = _family(config, source)
     _refuse_moe(config, source)
     heads = _positive(config, source, fam.heads)
@@ -204,7 +305,9 @@ def _family(config, source) -> Family:
         raise InputError(source, "model_type", kind, "MoE is not supported yet")
     if not isinstance(kind, str) or kind not in FAMILIES:
         rule = f"must be one of {', '.join(FAMILIES)}"
-        raise InputError(source, "model_type", kind, rule if "model_type" in config else "is required; " + rule)
+        raise InputError(
+            source, "model_type", kind, rule if "model_type" in config else "is required; " + rule
+        )
     return FAMILIES[kind]
 
 
@@ -306,8 +409,13 @@ def _bias(config, source, fam) -> bool | str:
         return attn
     key = next(k for k in (fam.attention_bias[0], fam.mlp_bias[0]) if k and k in config)
     where = "attention (q, k, v, o) but not the MLP" if attn else "the MLP but not attention"
-    raise InputError(source, key, config[key], f"biases on {where} are not representable; "
-                     "ModelSpec.bias is true (all), false (none) or qkv")
+    raise InputError(
+        source,
+        key,
+        config[key],
+        f"biases on {where} are not representable; "
+        "ModelSpec.bias is true (all), false (none) or qkv",
+    )
 
 
 def _dropout(config, source, fam) -> float:
@@ -336,12 +444,16 @@ def _check_rope(config, source):
     (configuration_nemotron.py, 0.5) and rotary_pct (configuration_gpt_neox.py, 0.25) are only
     checked for sanity (theta > 0, scaling an object or null, fraction in (0, 1])."""
     theta = config.get("rope_theta")
-    if theta is not None and (not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 0):
+    if theta is not None and (
+        not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 0
+    ):
         raise InputError(source, "rope_theta", theta, "must be a positive number")
     scaling = config.get("rope_scaling")
     if scaling is not None and not isinstance(scaling, dict):
         raise InputError(source, "rope_scaling", scaling, "must be an object or null")
     for key in ROPE_FRACTION_KEYS:
         frac = config.get(key)
-        if frac is not None and (not isinstance(frac, (int, float)) or isinstance(frac, bool) or not 0 < frac <= 1):
+        if frac is not None and (
+            not isinstance(frac, (int, float)) or isinstance(frac, bool) or not 0 < frac <= 1
+        ):
             raise InputError(source, key, frac, "must be a number in (0, 1]")

@@ -19,8 +19,15 @@ from simsp.workload import TrainingSpec
 
 SECTIONS = (("model", ModelSpec), ("training", TrainingSpec), ("parallel", ParallelSpec))
 """The workload sections whose fields are knobs, in --help order."""
-CHOICES = {"recompute": RECOMPUTE_MODES, "schedule": SCHEDULES, "mlp": MLP_KINDS, "norm": NORM_KINDS,
-           "position": POSITION_KINDS, "attention": ATTENTION_KINDS, "bias": ("true", "false", "qkv")}
+CHOICES = {
+    "recompute": RECOMPUTE_MODES,
+    "schedule": SCHEDULES,
+    "mlp": MLP_KINDS,
+    "norm": NORM_KINDS,
+    "position": POSITION_KINDS,
+    "attention": ATTENTION_KINDS,
+    "bias": ("true", "false", "qkv"),
+}
 """Knobs whose value is one of a few names (as typed on the command line or in a grid)."""
 SHORT_NAMES = {"sequence_parallel": "sp"}
 """Knobs whose flag and column the contract spells shorter (DESIGN.md: `--sp | --no-sp`)."""
@@ -56,7 +63,11 @@ def field_docs(cls) -> dict[str, str]:
         return {}
     docs = {}
     for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+        ):
             text = " ".join(str(nxt.value.value).split())
             docs[node.target.id] = text.split(". ")[0].rstrip(".")
     return docs
@@ -70,7 +81,10 @@ def _knobs() -> tuple[Knob, ...]:
     out = []
     for section, cls in SECTIONS:
         hints, docs = typing.get_type_hints(cls), field_docs(cls)
-        out += [Knob(section, f.name, _kind(hints[f.name]), docs.get(f.name, "")) for f in dataclasses.fields(cls)]
+        out += [
+            Knob(section, f.name, _kind(hints[f.name]), docs.get(f.name, ""))
+            for f in dataclasses.fields(cls)
+        ]
     names = [k.name for k in out]
     assert len(set(names)) == len(names), "knob names must be unique across the sections"
     return tuple(out)

@@ -147,8 +147,17 @@ class Dims:
 
     @classmethod
     def of(cls, model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> "Dims":
-        return cls(model.seq_len, micro_batch, model.hidden, model.heads, model.groups, model.head_size,
-                   model.ffn, parallel.tp, parallel.tp if parallel.sequence_parallel else 1)
+        return cls(
+            model.seq_len,
+            micro_batch,
+            model.hidden,
+            model.heads,
+            model.groups,
+            model.head_size,
+            model.ffn,
+            parallel.tp,
+            parallel.tp if parallel.sequence_parallel else 1,
+        )
 
     @property
     def x(self) -> float:
@@ -194,13 +203,28 @@ def _norm(model: ModelSpec, n: int, block: str, dm: Dims) -> Op:
     """Pre-norm of a block: one read and one write forward, three tensors backward; saves its
     input. LayerNorm has a weight and a bias, RMSNorm a weight only; both replicated over TP."""
     params = (2 if model.norm == "layernorm" else 1) * dm.h
-    return Op(f"{model.norm}_{n}", model.norm, block, fwd_bytes=2 * dm.x / dm.seq, bwd_bytes=3 * dm.x / dm.seq,
-              saves=(Saved(f"{model.norm}_{n} input", dm.x, "sp"),),
-              weights=(Weight(f"{model.norm}_{n}", params, "none"),))
+    return Op(
+        f"{model.norm}_{n}",
+        model.norm,
+        block,
+        fwd_bytes=2 * dm.x / dm.seq,
+        bwd_bytes=3 * dm.x / dm.seq,
+        saves=(Saved(f"{model.norm}_{n} input", dm.x, "sp"),),
+        weights=(Weight(f"{model.norm}_{n}", params, "none"),),
+    )
 
 
-def _linear(name: str, block: str, m: int, n_full: int, k_full: int, bias: bool, column: bool,
-            saved: Saved, t: int) -> Op:
+def _linear(
+    name: str,
+    block: str,
+    m: int,
+    n_full: int,
+    k_full: int,
+    bias: bool,
+    column: bool,
+    saved: Saved,
+    t: int,
+) -> Op:
     """A TP linear layer: column-parallel splits its output n, row-parallel its input k (Megatron
     mpu/layers.py). A column layer's bias is split with it; a row layer's is whole and added
     after the reduction (by the residual kernel, not here)."""
@@ -219,10 +243,18 @@ def _residual(model: ModelSpec, n: int, block: str, dm: Dims) -> Op:
     x = dm.x / dm.seq
     if model.dropout > 0:
         mask = Saved(f"{block} dropout mask", BYTES_MASK * dm.s * dm.b * dm.h, "sp")
-        return Op(f"bias-dropout-add {n}", "bias_dropout_add", block, fwd_bytes=3 * x + x / 2,
-                  bwd_bytes=3 * x + x / 2, saves=(mask,))
+        return Op(
+            f"bias-dropout-add {n}",
+            "bias_dropout_add",
+            block,
+            fwd_bytes=3 * x + x / 2,
+            bwd_bytes=3 * x + x / 2,
+            saves=(mask,),
+        )
     bias = model.linear_bias("projection" if block == "attention" else "mlp")
-    return Op(f"residual add {n}", "residual_add", block, fwd_bytes=3 * x, bwd_bytes=x if bias else 0.0)
+    return Op(
+        f"residual add {n}", "residual_add", block, fwd_bytes=3 * x, bwd_bytes=x if bias else 0.0
+    )
 
 
 # ---------------------------------------------------------------------------- attention
@@ -237,28 +269,67 @@ def _core_unfused(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     ops = []
     if dm.g < a:
         kv, wide = 2 * dm.heads_bytes(dm.g), 2 * dm.heads_bytes(a)
-        ops.append(Op("repeat K, V", "copy", "attention", fwd_bytes=(kv + wide) / t, bwd_bytes=(kv + wide) / t,
-                      selective=True))
+        ops.append(
+            Op(
+                "repeat K, V",
+                "copy",
+                "attention",
+                fwd_bytes=(kv + wide) / t,
+                bwd_bytes=(kv + wide) / t,
+                selective=True,
+            )
+        )
     ops += [
-        Op("qk^T", "attention_gemm", "attention", gemm=Gemm(s, s, d, b * a // t), selective=True,
-           saves=(Saved("Q, K", 2 * dm.heads_bytes(a), "tp"),)),
-        Op("softmax", "softmax", "attention", fwd_bytes=2 * BYTES_16BIT * as2b / t,
-           bwd_bytes=3 * BYTES_16BIT * as2b / t, selective=True,
-           saves=(Saved("softmax output", BYTES_16BIT * as2b, "tp", selective=True),)),
+        Op(
+            "qk^T",
+            "attention_gemm",
+            "attention",
+            gemm=Gemm(s, s, d, b * a // t),
+            selective=True,
+            saves=(Saved("Q, K", 2 * dm.heads_bytes(a), "tp"),),
+        ),
+        Op(
+            "softmax",
+            "softmax",
+            "attention",
+            fwd_bytes=2 * BYTES_16BIT * as2b / t,
+            bwd_bytes=3 * BYTES_16BIT * as2b / t,
+            selective=True,
+            saves=(Saved("softmax output", BYTES_16BIT * as2b, "tp", selective=True),),
+        ),
     ]
     if dropout:
-        ops.append(Op("attention dropout", "dropout", "attention",
-                      fwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t,
-                      bwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t, selective=True,
-                      saves=(Saved("softmax dropout mask", BYTES_MASK * as2b, "tp", selective=True),)))
+        ops.append(
+            Op(
+                "attention dropout",
+                "dropout",
+                "attention",
+                fwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t,
+                bwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t,
+                selective=True,
+                saves=(Saved("softmax dropout mask", BYTES_MASK * as2b, "tp", selective=True),),
+            )
+        )
     # attention over V saves its probabilities: the dropout output, or (no dropout) the softmax
     # output already counted above.
     probs = (Saved("dropout output", BYTES_16BIT * as2b, "tp", selective=True),) if dropout else ()
     ops += [
-        Op("attention over V", "attention_gemm", "attention", gemm=Gemm(s, d, s, b * a // t), selective=True,
-           saves=probs + (Saved("V", dm.heads_bytes(a), "tp"),)),
-        Op("context permute", "copy", "attention", fwd_bytes=2 * dm.heads_bytes(a) / t,
-           bwd_bytes=2 * dm.heads_bytes(a) / t, selective=True),
+        Op(
+            "attention over V",
+            "attention_gemm",
+            "attention",
+            gemm=Gemm(s, d, s, b * a // t),
+            selective=True,
+            saves=probs + (Saved("V", dm.heads_bytes(a), "tp"),),
+        ),
+        Op(
+            "context permute",
+            "copy",
+            "attention",
+            fwd_bytes=2 * dm.heads_bytes(a) / t,
+            bwd_bytes=2 * dm.heads_bytes(a) / t,
+            selective=True,
+        ),
     ]
     return tuple(ops)
 
@@ -272,9 +343,20 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     dropped."""
     att = Attention(dm.b * dm.a // dm.t, dm.s, dm.d, causal=True)
     lse = BYTES_FP32 * dm.s * dm.b * dm.a
-    return (Op("flash attention", "flash_attention", "attention", attention=att, selective=True,
-               saves=(Saved("Q", dm.heads_bytes(dm.a), "tp"), Saved("K, V", 2 * dm.heads_bytes(dm.g), "tp"),
-                      Saved("log-sum-exp", lse, "tp", selective=True))),)
+    return (
+        Op(
+            "flash attention",
+            "flash_attention",
+            "attention",
+            attention=att,
+            selective=True,
+            saves=(
+                Saved("Q", dm.heads_bytes(dm.a), "tp"),
+                Saved("K, V", 2 * dm.heads_bytes(dm.g), "tp"),
+                Saved("log-sum-exp", lse, "tp", selective=True),
+            ),
+        ),
+    )
 
 
 def _rope(dm: Dims) -> Op:
@@ -290,21 +372,46 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
     projection, residual (paper §4.1 Fig. 2, with GQA per arXiv 2305.13245)."""
     sb, t, x = dm.s * dm.b, dm.t, dm.x
     qkv_out = dm.heads_bytes(dm.a + 2 * dm.g)
-    ops = [_norm(model, 1, "attention", dm), _residual_grad("residual 1", "attention", x / dm.seq),
-           _tp_comms("attention entry", "attention", x, parallel, entry=True),
-           _linear("qkv", "attention", sb, (dm.a + 2 * dm.g) * dm.d, dm.h, model.linear_bias("qkv"), True,
-                   Saved("qkv input", x, "sp"), t)]
+    ops = [
+        _norm(model, 1, "attention", dm),
+        _residual_grad("residual 1", "attention", x / dm.seq),
+        _tp_comms("attention entry", "attention", x, parallel, entry=True),
+        _linear(
+            "qkv",
+            "attention",
+            sb,
+            (dm.a + 2 * dm.g) * dm.d,
+            dm.h,
+            model.linear_bias("qkv"),
+            True,
+            Saved("qkv input", x, "sp"),
+            t,
+        ),
+    ]
     if model.linear_bias("qkv"):
         # Megatron's column-parallel linear adds its bias in a separate kernel (mpu/layers.py,
         # `output = output + bias`); backward reduces the output gradient for the bias gradient.
-        ops.append(Op("qkv bias", "bias", "attention", fwd_bytes=2 * qkv_out / t, bwd_bytes=qkv_out / t))
+        ops.append(
+            Op("qkv bias", "bias", "attention", fwd_bytes=2 * qkv_out / t, bwd_bytes=qkv_out / t)
+        )
     if model.position == "rope":
         ops.append(_rope(dm))
     ops += _core_flash(model, dm) if model.attention == "flash" else _core_unfused(model, dm)
-    ops += [_linear("projection", "attention", sb, dm.h, dm.a * dm.d, model.linear_bias("projection"), False,
-                    Saved("projection input", dm.heads_bytes(dm.a), "tp"), t),
-            _tp_comms("attention exit", "attention", x, parallel, entry=False),
-            _residual(model, 1, "attention", dm)]
+    ops += [
+        _linear(
+            "projection",
+            "attention",
+            sb,
+            dm.h,
+            dm.a * dm.d,
+            model.linear_bias("projection"),
+            False,
+            Saved("projection input", dm.heads_bytes(dm.a), "tp"),
+            t,
+        ),
+        _tp_comms("attention exit", "attention", x, parallel, entry=False),
+        _residual(model, 1, "attention", dm),
+    ]
     return tuple(ops)
 
 
@@ -328,8 +435,14 @@ def _activation(model: ModelSpec, dm: Dims) -> Op:
     sbf = BYTES_16BIT * dm.s * dm.b * dm.f
     name = {"gelu": "bias-gelu" if model.linear_bias("mlp") else "gelu"}.get(model.mlp, model.mlp)
     label = {"gelu": "GeLU", "swiglu": "SwiGLU", "squared_relu": "squared-ReLU"}[model.mlp]
-    return Op(name, model.mlp, "mlp", fwd_bytes=fwd * sbf / dm.t, bwd_bytes=bwd * sbf / dm.t,
-              saves=(Saved(f"{label} input", width * sbf, "tp"),))
+    return Op(
+        name,
+        model.mlp,
+        "mlp",
+        fwd_bytes=fwd * sbf / dm.t,
+        bwd_bytes=bwd * sbf / dm.t,
+        saves=(Saved(f"{label} input", width * sbf, "tp"),),
+    )
 
 
 def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
@@ -339,13 +452,36 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
     sb, t, x, f = dm.s * dm.b, dm.t, dm.x, dm.f
     fc1, fc2 = ("h->4h", "4h->h") if model.mlp == "gelu" else ("fc1", "fc2")
     bias = model.linear_bias("mlp")
-    return (_norm(model, 2, "mlp", dm), _residual_grad("residual 2", "mlp", x / dm.seq),
-            _tp_comms("mlp entry", "mlp", x, parallel, entry=True),
-            _linear(fc1, "mlp", sb, (2 if model.gated else 1) * f, dm.h, bias, True, Saved(f"{fc1} input", x, "sp"), t),
-            _activation(model, dm),
-            _linear(fc2, "mlp", sb, dm.h, f, bias, False, Saved(f"{fc2} input", BYTES_16BIT * dm.s * dm.b * f, "tp"), t),
-            _tp_comms("mlp exit", "mlp", x, parallel, entry=False),
-            _residual(model, 2, "mlp", dm))
+    return (
+        _norm(model, 2, "mlp", dm),
+        _residual_grad("residual 2", "mlp", x / dm.seq),
+        _tp_comms("mlp entry", "mlp", x, parallel, entry=True),
+        _linear(
+            fc1,
+            "mlp",
+            sb,
+            (2 if model.gated else 1) * f,
+            dm.h,
+            bias,
+            True,
+            Saved(f"{fc1} input", x, "sp"),
+            t,
+        ),
+        _activation(model, dm),
+        _linear(
+            fc2,
+            "mlp",
+            sb,
+            dm.h,
+            f,
+            bias,
+            False,
+            Saved(f"{fc2} input", BYTES_16BIT * dm.s * dm.b * f, "tp"),
+            t,
+        ),
+        _tp_comms("mlp exit", "mlp", x, parallel, entry=False),
+        _residual(model, 2, "mlp", dm),
+    )
 
 
 def build_layer(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[Op, ...]:
@@ -364,23 +500,32 @@ def embedding_saves(model: ModelSpec, micro_batch: int) -> tuple[Saved, ...]:
     """First stage, per microbatch: the embedding dropout mask, sbh (paper §4.3), if dropout."""
     if model.dropout <= 0:
         return ()
-    return (Saved("embedding dropout mask", BYTES_MASK * model.seq_len * micro_batch * model.hidden, "sp"),)
+    return (
+        Saved(
+            "embedding dropout mask", BYTES_MASK * model.seq_len * micro_batch * model.hidden, "sp"
+        ),
+    )
 
 
 def output_saves(model: ModelSpec, tp: int, micro_batch: int) -> tuple[Saved, ...]:
     """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, fp32 logits 4sbv (§4.3)."""
     sb = model.seq_len * micro_batch
-    return (Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
-            Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),
-            Saved("fp32 logits", BYTES_FP32 * sb * model.padded_vocab(tp), "tp"))
+    return (
+        Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
+        Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),
+        Saved("fp32 logits", BYTES_FP32 * sb * model.padded_vocab(tp), "tp"),
+    )
 
 
 def embedding_weights(model: ModelSpec, tp: int) -> tuple[Weight, ...]:
     """The first stage's tables: vocab-parallel word embeddings (padded vocabulary) and, for
     learned positions, a replicated s x h position table."""
     words = (Weight("word embeddings", model.padded_vocab(tp) * model.hidden, "tp"),)
-    return words + ((Weight("position embeddings", model.seq_len * model.hidden, "none"),)
-                    if model.position == "learned" else ())
+    return words + (
+        (Weight("position embeddings", model.seq_len * model.hidden, "none"),)
+        if model.position == "learned"
+        else ()
+    )
 
 
 def output_weights(model: ModelSpec, tp: int, pipelined: bool) -> tuple[Weight, ...]:

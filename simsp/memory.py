@@ -59,14 +59,22 @@ class MemoryReport:
             "capacity_bytes": self.capacity_bytes,
             "fits": self.fits,
             "peak_bytes": round(self.peak_bytes),
-            "stages": [{"stage": s.stage, "peak_bytes": round(s.peak_bytes),
-                        "weights_and_optimizer_bytes": round(s.weights_and_optimizer_bytes),
-                        "activation_bytes": round(s.activation_bytes)} for s in self.stages],
+            "stages": [
+                {
+                    "stage": s.stage,
+                    "peak_bytes": round(s.peak_bytes),
+                    "weights_and_optimizer_bytes": round(s.weights_and_optimizer_bytes),
+                    "activation_bytes": round(s.activation_bytes),
+                }
+                for s in self.stages
+            ],
             "activation_per_layer_bytes": round(self.activation_per_layer_bytes),
         }
 
 
-def saved_tensors(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[L.Saved, ...]:
+def saved_tensors(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+) -> tuple[L.Saved, ...]:
     """The tensors one layer keeps for backward under the run's recompute mode (paper §5)."""
     if parallel.recompute == "full":
         return (L.layer_input(model, micro_batch),)
@@ -84,16 +92,24 @@ def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int)
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
 
 
-def end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
+def end_stage_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+) -> tuple[float, float]:
     """(first stage's embedding, last stage's output layer) activation bytes per microbatch (§4.3)."""
     return _end_stage_bytes(model, parallel.for_layer(), micro_batch)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _end_stage_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[float, float]:
-    return tuple(sum(L.stored_bytes(s, parallel) for s in saves)
-                 for saves in (L.embedding_saves(model, micro_batch),
-                               L.output_saves(model, parallel.tp, micro_batch)))
+def _end_stage_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+) -> tuple[float, float]:
+    return tuple(
+        sum(L.stored_bytes(s, parallel) for s in saves)
+        for saves in (
+            L.embedding_saves(model, micro_batch),
+            L.output_saves(model, parallel.tp, micro_batch),
+        )
+    )
 
 
 def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
@@ -133,7 +149,9 @@ def interleaved_counts(p: int, m: int, v: int, stage: int) -> tuple[tuple[int, i
         held[2] += d * (a.chunk == v - 1)
         if d > 0:
             seen.add(tuple(held))
-    return tuple(x for x in seen if not any(y != x and all(i >= j for i, j in zip(y, x)) for y in seen))
+    return tuple(
+        x for x in seen if not any(y != x and all(i >= j for i, j in zip(y, x)) for y in seen)
+    )
 
 
 def stage_activation_bytes(w: Workload, stage: int) -> float:
@@ -148,7 +166,10 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     first = emb if stage == 0 else 0.0
     last = out if stage == p - 1 else 0.0
     if v > 1 and (first or last):
-        return max(n * chunk + n0 * first + nl * last for n, n0, nl in interleaved_counts(p, w.microbatches, v, stage))
+        return max(
+            n * chunk + n0 * first + nl * last
+            for n, n0, nl in interleaved_counts(p, w.microbatches, v, stage)
+        )
     count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)
     last_count = 1 if par.schedule != "gpipe" else count  # 1F1B's last stage holds one microbatch
     return count * (chunk + first) + last_count * last
@@ -156,8 +177,11 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:
     """One stage's weights and optimizer state and its activation peak."""
-    return StageMemory(stage, stage_params(w.model, w.parallel, stage) * weight_bytes_per_param(w.parallel),
-                       stage_activation_bytes(w, stage))
+    return StageMemory(
+        stage,
+        stage_params(w.model, w.parallel, stage) * weight_bytes_per_param(w.parallel),
+        stage_activation_bytes(w, stage),
+    )
 
 
 def peak_candidates(p: int) -> tuple[int, ...]:

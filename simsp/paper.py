@@ -13,9 +13,13 @@ TABLE4_22B_MS = {
     ("selective", False): (7.7, 13.2),
     ("selective", True): (7.2, 13.1),
 }
-TABLE4_LABELS = {("none", False): "baseline no recompute", ("none", True): "sequence parallelism",
-                 ("full", False): "baseline with full recompute", ("selective", False): "selective recompute",
-                 ("selective", True): "selective + sequence"}
+TABLE4_LABELS = {
+    ("none", False): "baseline no recompute",
+    ("none", True): "sequence parallelism",
+    ("full", False): "baseline with full recompute",
+    ("selective", False): "selective recompute",
+    ("selective", True): "selective + sequence",
+}
 
 TABLE5_S = {
     # model: (full recompute without SP, present work = TP + SP + selective) iteration seconds (Table 5)
@@ -24,8 +28,12 @@ TABLE5_S = {
     "mt-nlg-530b": (49.05, 37.83),
     "gpt-1t": (94.42, 71.49),
 }
-TABLE5_MFU_HFU = {"gpt-22b": (0.415, 0.437), "gpt3-175b": (0.514, 0.528),
-                  "mt-nlg-530b": (0.560, 0.570), "gpt-1t": (0.563, 0.570)}
+TABLE5_MFU_HFU = {
+    "gpt-22b": (0.415, 0.437),
+    "gpt3-175b": (0.514, 0.528),
+    "mt-nlg-530b": (0.560, 0.570),
+    "gpt-1t": (0.563, 0.570),
+}
 
 FIGURE7_PCT = {
     # activation memory as % of the TP baseline, read off Figure 7 (reference/paper.md §7, ±0.2 pt):

@@ -41,7 +41,9 @@ class ParallelSpec:
     def for_layer(self) -> "ParallelSpec":
         """These settings with those one layer's ops cannot depend on (pipeline, data
         parallelism, optimizer) at their defaults: the key under which layer costs are cached."""
-        return ParallelSpec(tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute)
+        return ParallelSpec(
+            tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute
+        )
 
     @property
     def chunks(self) -> int:

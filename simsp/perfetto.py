@@ -38,9 +38,21 @@ def _tid(stream: str) -> int:
 
 def _complete(s: Span, start: int, end: int) -> dict:
     """A complete event for a span between two grid instants."""
-    return {"name": s.name, "cat": s.kind, "ph": "X", "pid": s.stage, "tid": _tid(s.stream),
-            "ts": start / TICKS_PER_US, "dur": max(0, end - start) / TICKS_PER_US,
-            "args": {"microbatch": s.microbatch, "chunk": s.chunk, "first_layer": s.first_layer, "layers": s.layers}}
+    return {
+        "name": s.name,
+        "cat": s.kind,
+        "ph": "X",
+        "pid": s.stage,
+        "tid": _tid(s.stream),
+        "ts": start / TICKS_PER_US,
+        "dur": max(0, end - start) / TICKS_PER_US,
+        "args": {
+            "microbatch": s.microbatch,
+            "chunk": s.chunk,
+            "first_layer": s.first_layer,
+            "layers": s.layers,
+        },
+    }
 
 
 def _span_events(result, with_ops: bool) -> list[tuple]:
@@ -50,7 +62,12 @@ def _span_events(result, with_ops: bool) -> list[tuple]:
     for s in result.sim.spans:
         lo, hi = _tick(s.start_s), _tick(s.end_s)
         out.append(((s.stage, _tid(s.stream), lo, -(hi - lo)), _complete(s, lo, hi)))
-        if with_ops and s.stream == "compute" and s.kind in ("forward", "backward") and s.layers > 0:
+        if (
+            with_ops
+            and s.stream == "compute"
+            and s.kind in ("forward", "backward")
+            and s.layers > 0
+        ):
             for op in expand_span(plan, s, share):
                 a, b = _tick(op.start_s), _tick(op.end_s)
                 if op.stream == "compute":
@@ -64,28 +81,76 @@ def _counter_events(result) -> list[tuple]:
     last: dict[tuple[int, int], float] = {}
     for m in result.sim.memory:
         last[(m.stage, _tick(m.time_s))] = m.bytes
-    return [((stage, 0, t, 0), {"name": "HBM", "ph": "C", "pid": stage, "tid": 0, "ts": t / TICKS_PER_US,
-                                "args": {"GiB": round(b / GIB, 6)}})
-            for (stage, t), b in sorted(last.items())]
+    return [
+        (
+            (stage, 0, t, 0),
+            {
+                "name": "HBM",
+                "ph": "C",
+                "pid": stage,
+                "tid": 0,
+                "ts": t / TICKS_PER_US,
+                "args": {"GiB": round(b / GIB, 6)},
+            },
+        )
+        for (stage, t), b in sorted(last.items())
+    ]
 
 
 def _metadata(stages: list[int], threads: list[tuple[int, int]]) -> list[dict]:
     names = {tid: stream for stream, tid in TIDS.items()}
     out = []
     for p in stages:
-        out.append({"name": "process_name", "ph": "M", "pid": p, "tid": 0, "ts": 0, "args": {"name": f"stage {p}"}})
-        out.append({"name": "process_sort_index", "ph": "M", "pid": p, "tid": 0, "ts": 0, "args": {"sort_index": p}})
+        out.append(
+            {
+                "name": "process_name",
+                "ph": "M",
+                "pid": p,
+                "tid": 0,
+                "ts": 0,
+                "args": {"name": f"stage {p}"},
+            }
+        )
+        out.append(
+            {
+                "name": "process_sort_index",
+                "ph": "M",
+                "pid": p,
+                "tid": 0,
+                "ts": 0,
+                "args": {"sort_index": p},
+            }
+        )
     for p, tid in threads:
-        out.append({"name": "thread_name", "ph": "M", "pid": p, "tid": tid, "ts": 0,
-                     "args": {"name": names.get(tid, f"stream {tid}")}})
-        out.append({"name": "thread_sort_index", "ph": "M", "pid": p, "tid": tid, "ts": 0,
-                     "args": {"sort_index": tid}})
+        out.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": p,
+                "tid": tid,
+                "ts": 0,
+                "args": {"name": names.get(tid, f"stream {tid}")},
+            }
+        )
+        out.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": p,
+                "tid": tid,
+                "ts": 0,
+                "args": {"sort_index": tid},
+            }
+        )
     return out
 
 
 def trace_events(result) -> list[dict]:
     """Metadata first, then complete events per (stage, thread) in time order, then counters."""
-    with_ops = result.plan.layer is not None and expanded_count(result.plan, result.sim.spans) <= BAR_BUDGET
+    with_ops = (
+        result.plan.layer is not None
+        and expanded_count(result.plan, result.sim.spans) <= BAR_BUDGET
+    )
     spans = sorted(_span_events(result, with_ops), key=lambda kv: kv[0])
     counters = _counter_events(result)
     threads = sorted({(e["pid"], e["tid"]) for _, e in spans})
@@ -96,12 +161,17 @@ def trace_events(result) -> list[dict]:
 def chrome_trace_json(result) -> str:
     """The trace file's text: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}."""
     from simsp.report import describe
+
     w, hw = result.workload, result.hardware
     doc = {
         "traceEvents": trace_events(result),
         "displayTimeUnit": "ms",
-        "otherData": {"run": describe(w, hw), "workload": w.name, "hardware": hw.name,
-                      "iteration_time_s": result.iteration_time_s,
-                      "hbm_capacity_gib": result.memory.capacity_bytes / GIB},
+        "otherData": {
+            "run": describe(w, hw),
+            "workload": w.name,
+            "hardware": hw.name,
+            "iteration_time_s": result.iteration_time_s,
+            "hbm_capacity_gib": result.memory.capacity_bytes / GIB,
+        },
     }
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

@@ -14,7 +14,12 @@ from simsp.cost import CostModel
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
-from simsp.memory import activation_per_layer_bytes, end_stage_bytes, stage_output_bytes, weight_bytes_per_param
+from simsp.memory import (
+    activation_per_layer_bytes,
+    end_stage_bytes,
+    stage_output_bytes,
+    weight_bytes_per_param,
+)
 from simsp.params import stage_params
 from simsp.units import BYTES_FP32
 from simsp.workload import Workload
@@ -78,8 +83,12 @@ class Parts:
 
 
 def _direct_layer(w: Workload, cost: CostModel, place) -> LayerTime:
-    return layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost, w.parallel,
-                      place.tp_ranks_per_node)
+    return layer_time(
+        build_layer(w.model, w.parallel, w.training.micro_batch),
+        cost,
+        w.parallel,
+        place.tp_ranks_per_node,
+    )
 
 
 def _direct_ends(w: Workload, cost: CostModel, place) -> tuple[float, float, float, float, float]:
@@ -106,8 +115,12 @@ def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[Ch
         return ChunkCost(
             forward_s=n * fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
             backward_s=n * bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
-            forward_tp_s=n * tp_f, backward_tp_s=n * tp_b, recompute_s=n * rc,
-            activation_bytes=per_layer + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0)) + out_held,
+            forward_tp_s=n * tp_f,
+            backward_tp_s=n * tp_b,
+            recompute_s=n * rc,
+            activation_bytes=per_layer
+            + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
+            + out_held,
         )
 
     middle = chunk(1) if last > 1 else None
@@ -119,8 +132,14 @@ def gradient_buckets(params: float, bucket_mb: float) -> int:
     return max(1, math.ceil(BYTES_FP32 * params / (bucket_mb * 1e6)))
 
 
-def gradients_done_s(now: float, backward_start: float, backward_end: float, comm_s: float, buckets: int,
-                     overlap: bool) -> float:
+def gradients_done_s(
+    now: float,
+    backward_start: float,
+    backward_end: float,
+    comm_s: float,
+    buckets: int,
+    overlap: bool,
+) -> float:
     """When a stage's DP gradient all-reduce has finished.
 
     Not overlapped: it starts once the stage is otherwise done (now). Overlapped: the last
@@ -134,7 +153,9 @@ def gradients_done_s(now: float, backward_start: float, backward_end: float, com
     return max(now, backward_end + c, backward_start + d + comm_s)
 
 
-def stage_costs(w: Workload, cost: CostModel, parts: Parts = DIRECT) -> tuple[StageCosts, LayerTime, tuple]:
+def stage_costs(
+    w: Workload, cost: CostModel, parts: Parts = DIRECT
+) -> tuple[StageCosts, LayerTime, tuple]:
     """The costs a pipeline's timing depends on, the layer they came from, and the per-stage
     parameter counts (for the plan's weights)."""
     par = w.parallel
@@ -144,7 +165,9 @@ def stage_costs(w: Workload, cost: CostModel, parts: Parts = DIRECT) -> tuple[St
     ends = parts.ends(w, cost, place)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     costs = StageCosts(
-        p=p, v=par.chunks, m=w.microbatches,
+        p=p,
+        v=par.chunks,
+        m=w.microbatches,
         chunks=chunk_costs(w, lt, ends),
         p2p_s=ends[4] if p > 1 else 0.0,
         dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, place, params[s])),

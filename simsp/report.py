@@ -4,7 +4,13 @@ from dataclasses import dataclass
 
 from simsp.cost import cost_model
 from simsp.engine import Simulation, simulate
-from simsp.flops import HARDWARE_FLOPS_FORMULA, MODEL_FLOPS_FORMULA, hardware_flops, model_flops, utilization
+from simsp.flops import (
+    HARDWARE_FLOPS_FORMULA,
+    MODEL_FLOPS_FORMULA,
+    hardware_flops,
+    model_flops,
+    utilization,
+)
 from simsp.hardware import HardwareSpec
 from simsp.memory import MemoryReport, memory_report
 from simsp.model import ModelSpec
@@ -23,33 +29,48 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
     p = w.parallel
     chunks = f" v={p.virtual_stages}" if p.schedule == "interleaved" else ""
     model = model_choices(w.model)
-    return (f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
-            f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} {p.schedule}{chunks} "
-            f"b={w.training.micro_batch} B={w.training.global_batch}")
+    return (
+        f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
+        f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} {p.schedule}{chunks} "
+        f"b={w.training.micro_batch} B={w.training.global_batch}"
+    )
 
 
 def model_choices(m) -> str:
     """The model's architectural choices that differ from ModelSpec's defaults, briefly."""
     default = ModelSpec(layers=1, hidden=1, heads=1, seq_len=1, vocab=1)
     parts = [f"GQA {m.heads}/{m.groups}" if m.groups != m.heads else ""]
-    parts += [str(getattr(m, k)) for k in ("mlp", "norm", "position", "attention") if getattr(m, k) != getattr(default, k)]
-    parts += [f"bias={str(m.bias).lower()}" if m.bias != default.bias else "",
-              f"dropout={m.dropout:g}" if m.dropout != default.dropout else "",
-              "untied" if not m.tied_embeddings else ""]
+    parts += [
+        str(getattr(m, k))
+        for k in ("mlp", "norm", "position", "attention")
+        if getattr(m, k) != getattr(default, k)
+    ]
+    parts += [
+        f"bias={str(m.bias).lower()}" if m.bias != default.bias else "",
+        f"dropout={m.dropout:g}" if m.dropout != default.dropout else "",
+        "untied" if not m.tied_embeddings else "",
+    ]
     return ", ".join(x for x in parts if x)
 
 
 def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int = 12) -> str:
     """Per-stage memory in GiB; long pipelines show their first and last stages."""
-    lines = [describe(w, hw), f"activations per layer: {r.activation_per_layer_bytes / 2**20:.1f} MiB",
-             "stage  weights+opt GiB  activations GiB  peak GiB"]
+    lines = [
+        describe(w, hw),
+        f"activations per layer: {r.activation_per_layer_bytes / 2**20:.1f} MiB",
+        "stage  weights+opt GiB  activations GiB  peak GiB",
+    ]
     stages = r.stages if len(r.stages) <= max_rows else r.stages[:6] + r.stages[-6:]
     for i, s in enumerate(stages):
         if len(r.stages) > max_rows and i == 6:
             lines.append("  ...")
-        lines.append(f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  {_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}")
+        lines.append(
+            f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  {_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
+        )
     verdict = "fits" if r.fits else "DOES NOT FIT"
-    lines.append(f"peak {r.peak_bytes / GIB:.2f} GiB of {r.capacity_bytes / GIB:.0f} GiB: {verdict}")
+    lines.append(
+        f"peak {r.peak_bytes / GIB:.2f} GiB of {r.capacity_bytes / GIB:.0f} GiB: {verdict}"
+    )
     return "\n".join(lines)
 
 
@@ -75,29 +96,52 @@ class Result:
 
     def mfu(self) -> float:
         w = self.workload
-        return utilization(self.model_flops, self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops)
+        return utilization(
+            self.model_flops, self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops
+        )
 
     def hfu(self) -> float:
         w = self.workload
-        return utilization(hardware_flops(w.model, w.training.global_batch, w.parallel.recompute, w.parallel.tp),
-                           self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops)
+        return utilization(
+            hardware_flops(w.model, w.training.global_batch, w.parallel.recompute, w.parallel.tp),
+            self.iteration_time_s,
+            w.parallel.gpus,
+            self.hardware.gpu.peak_tflops,
+        )
 
     def breakdown(self, stage: int = 0) -> dict:
         """Where one stage's iteration went; the parts sum to the iteration time."""
         spans = [s for s in self.sim.spans if s.stage == stage]
         chunks = self.plan.chunks
-        tp = sum(chunks[s.chunk * self.plan.p + stage].forward_tp_s if s.kind == "forward" else
-                 chunks[s.chunk * self.plan.p + stage].backward_tp_s
-                 for s in spans if s.kind in ("forward", "backward"))
+        tp = sum(
+            chunks[s.chunk * self.plan.p + stage].forward_tp_s
+            if s.kind == "forward"
+            else chunks[s.chunk * self.plan.p + stage].backward_tp_s
+            for s in spans
+            if s.kind in ("forward", "backward")
+        )
         compute = sum(s.dur_s for s in spans if s.kind in ("forward", "backward")) - tp
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
-        busy_end = max((s.end_s for s in spans if s.stream in ("compute", "pp_comm") and s.kind != "optimizer"),
-                       default=0.0)
+        busy_end = max(
+            (
+                s.end_s
+                for s in spans
+                if s.stream in ("compute", "pp_comm") and s.kind != "optimizer"
+            ),
+            default=0.0,
+        )
         dp = self.sim.stage_done_s[stage] - busy_end
         opt = self.plan.optimizer_s[stage]
         bubble = self.iteration_time_s - (compute + tp + pp + dp + opt)
-        return {"stage": stage, "compute_s": compute, "tp_comm_s": tp, "pp_comm_s": pp, "dp_comm_s": dp,
-                "bubble_s": bubble, "optimizer_s": opt}
+        return {
+            "stage": stage,
+            "compute_s": compute,
+            "tp_comm_s": tp,
+            "pp_comm_s": pp,
+            "dp_comm_s": dp,
+            "bubble_s": bubble,
+            "optimizer_s": opt,
+        }
 
     def to_dict(self) -> dict:
         """DESIGN.md's `simsp run --json` object."""
@@ -141,28 +185,48 @@ def run_summary(r: Result) -> str:
     """Readable summary of a run."""
     d = r.to_dict()
     br = d["breakdown"]
-    lines = [describe(r.workload, r.hardware),
-             f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
-             f"{d['tokens_per_s']:,.0f} tokens/s",
-             f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
-             f"backward {d['per_layer_ms']['backward']:.2f} ms (recompute included)",
-             f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm {br['pp_comm_s']:.3f} s, "
-             f"DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, optimizer {br['optimizer_s']:.3f} s",
-             f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} GiB: "
-             f"{'fits' if r.memory.fits else 'DOES NOT FIT'}"]
+    lines = [
+        describe(r.workload, r.hardware),
+        f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
+        f"{d['tokens_per_s']:,.0f} tokens/s",
+        f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
+        f"backward {d['per_layer_ms']['backward']:.2f} ms (recompute included)",
+        f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm {br['pp_comm_s']:.3f} s, "
+        f"DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, optimizer {br['optimizer_s']:.3f} s",
+        f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} GiB: "
+        f"{'fits' if r.memory.fits else 'DOES NOT FIT'}",
+    ]
     return "\n".join(lines)
 
 
 def layer_dict(lt) -> dict:
     """`simsp layer --json`: totals and every op entry (entries sum to the totals exactly)."""
-    return {"forward_ms": lt.forward_s * 1e3, "backward_ms": lt.backward_s * 1e3,
-            "ops": [{"op": e.op, "phase": e.phase, "kind": e.kind, "stream": e.stream, "ms": e.seconds * 1e3,
-                     "busy_ms": e.busy_s * 1e3, "source": e.source} for e in lt.entries]}
+    return {
+        "forward_ms": lt.forward_s * 1e3,
+        "backward_ms": lt.backward_s * 1e3,
+        "ops": [
+            {
+                "op": e.op,
+                "phase": e.phase,
+                "kind": e.kind,
+                "stream": e.stream,
+                "ms": e.seconds * 1e3,
+                "busy_ms": e.busy_s * 1e3,
+                "source": e.source,
+            }
+            for e in lt.entries
+        ],
+    }
 
 
 def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
     """Readable per-op table of one layer."""
     lines = [describe(w, hw), f"{'phase':9s} {'op':44s} {'ms':>7s} {'busy ms':>8s}  source"]
-    lines += [f"{e.phase:9s} {e.op:44s} {e.seconds * 1e3:7.3f} {e.busy_s * 1e3:8.3f}  {e.source}" for e in lt.entries]
-    lines.append(f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute included)")
+    lines += [
+        f"{e.phase:9s} {e.op:44s} {e.seconds * 1e3:7.3f} {e.busy_s * 1e3:8.3f}  {e.source}"
+        for e in lt.entries
+    ]
+    lines.append(
+        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute included)"
+    )
     return "\n".join(lines)

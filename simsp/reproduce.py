@@ -16,21 +16,33 @@ from simsp.memory import activation_per_layer_bytes, memory_report
 from simsp.paper import MODELS, TABLE4_22B_MS, TABLE4_LABELS, TABLE5_MFU_HFU, TABLE5_S
 from simsp.report import run
 
-ROWS = (("none", False, "TP baseline"), ("none", True, "TP + SP"), ("selective", False, "TP + selective"),
-        ("selective", True, "TP + SP + selective"), ("full", False, "full recompute"))
+ROWS = (
+    ("none", False, "TP baseline"),
+    ("none", True, "TP + SP"),
+    ("selective", False, "TP + selective"),
+    ("selective", True, "TP + SP + selective"),
+    ("full", False, "full recompute"),
+)
 
 
 def _variant(w, recompute, sp):
-    return dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp))
+    return dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp)
+    )
 
 
 def table2(workloads) -> list[list]:
     """Per-layer activation MiB per model and configuration, and % of the TP baseline (Figure 7)."""
     rows = []
     for name, w in workloads.items():
-        mib = [activation_per_layer_bytes(w.model, _variant(w, r, sp).parallel, w.training.micro_batch) / 2**20
-               for r, sp, _ in ROWS]
-        rows.append([name] + [round(x, 1) for x in mib] + [round(100 * x / mib[0], 1) for x in mib[1:]])
+        mib = [
+            activation_per_layer_bytes(w.model, _variant(w, r, sp).parallel, w.training.micro_batch)
+            / 2**20
+            for r, sp, _ in ROWS
+        ]
+        rows.append(
+            [name] + [round(x, 1) for x in mib] + [round(100 * x / mib[0], 1) for x in mib[1:]]
+        )
     return rows
 
 
@@ -41,7 +53,17 @@ def table4(w, hw) -> list[list]:
         par = _variant(w, *key).parallel
         lt = layer_time(build_layer(w.model, par, w.training.micro_batch), cost_model(hw), par, 8)
         sf, sb = lt.forward_s * 1e3, lt.backward_s * 1e3
-        rows.append([TABLE4_LABELS[key], pf, round(sf, 2), f"{sf / pf - 1:+.1%}", pb, round(sb, 2), f"{sb / pb - 1:+.1%}"])
+        rows.append(
+            [
+                TABLE4_LABELS[key],
+                pf,
+                round(sf, 2),
+                f"{sf / pf - 1:+.1%}",
+                pb,
+                round(sb, 2),
+                f"{sb / pb - 1:+.1%}",
+            ]
+        )
     return rows
 
 
@@ -53,9 +75,21 @@ def table5(workloads, hw) -> tuple[list[list], dict]:
         results[name] = (full, present)
         pf, pp = TABLE5_S[name]
         pm, ph = TABLE5_MFU_HFU[name]
-        rows.append([name, pf, round(full.iteration_time_s, 2), f"{full.iteration_time_s / pf - 1:+.1%}",
-                     pp, round(present.iteration_time_s, 2), f"{present.iteration_time_s / pp - 1:+.1%}",
-                     f"{pm:.1%}", f"{present.mfu():.1%}", f"{ph:.1%}", f"{present.hfu():.1%}"])
+        rows.append(
+            [
+                name,
+                pf,
+                round(full.iteration_time_s, 2),
+                f"{full.iteration_time_s / pf - 1:+.1%}",
+                pp,
+                round(present.iteration_time_s, 2),
+                f"{present.iteration_time_s / pp - 1:+.1%}",
+                f"{pm:.1%}",
+                f"{present.mfu():.1%}",
+                f"{ph:.1%}",
+                f"{present.hfu():.1%}",
+            ]
+        )
     return rows, results
 
 
@@ -66,18 +100,51 @@ def figure1(workloads, hw) -> list[list]:
         for label, ww in (("baseline", _variant(w, "none", False)), ("present work", w)):
             r = memory_report(ww, hw)
             s = max(r.stages, key=lambda st: st.peak_bytes)
-            rows.append([name, label, round(s.weights_and_optimizer_bytes / 2**30, 2),
-                         round(s.activation_bytes / 2**30, 2), round(hw.hbm_bytes / 2**30, 1)])
+            rows.append(
+                [
+                    name,
+                    label,
+                    round(s.weights_and_optimizer_bytes / 2**30, 2),
+                    round(s.activation_bytes / 2**30, 2),
+                    round(hw.hbm_bytes / 2**30, 1),
+                ]
+            )
     return rows
 
 
 HEADERS = {
-    "Table 2 / Figure 7: activation memory per layer (MiB) and % of the TP baseline":
-        ["model"] + [r[2] for r in ROWS] + [f"% {r[2]}" for r in ROWS[1:]],
-    "Table 4: one 22B layer (ms)": ["experiment", "paper fwd", "simsp fwd", "err", "paper bwd", "simsp bwd", "err"],
-    "Table 5: iteration time (s), MFU, HFU": ["model", "paper full", "simsp full", "err", "paper present",
-                                              "simsp present", "err", "paper MFU", "simsp MFU", "paper HFU", "simsp HFU"],
-    "Figure 1: memory per GPU (GiB), most loaded stage": ["model", "setting", "weights+optimizer", "activations", "HBM"],
+    "Table 2 / Figure 7: activation memory per layer (MiB) and % of the TP baseline": ["model"]
+    + [r[2] for r in ROWS]
+    + [f"% {r[2]}" for r in ROWS[1:]],
+    "Table 4: one 22B layer (ms)": [
+        "experiment",
+        "paper fwd",
+        "simsp fwd",
+        "err",
+        "paper bwd",
+        "simsp bwd",
+        "err",
+    ],
+    "Table 5: iteration time (s), MFU, HFU": [
+        "model",
+        "paper full",
+        "simsp full",
+        "err",
+        "paper present",
+        "simsp present",
+        "err",
+        "paper MFU",
+        "simsp MFU",
+        "paper HFU",
+        "simsp HFU",
+    ],
+    "Figure 1: memory per GPU (GiB), most loaded stage": [
+        "model",
+        "setting",
+        "weights+optimizer",
+        "activations",
+        "HBM",
+    ],
 }
 
 

@@ -6,8 +6,18 @@ The engine appends these and nothing else; reports, timelines and Perfetto trace
 from dataclasses import dataclass
 
 STREAMS = ("compute", "tp_comm", "pp_comm", "dp_comm")
-KINDS = ("forward", "backward", "recompute", "tp_comm", "pp_send", "pp_recv", "dp_allreduce",
-         "optimizer", "embedding", "loss")
+KINDS = (
+    "forward",
+    "backward",
+    "recompute",
+    "tp_comm",
+    "pp_send",
+    "pp_recv",
+    "dp_allreduce",
+    "optimizer",
+    "embedding",
+    "loss",
+)
 
 
 @dataclass(frozen=True)

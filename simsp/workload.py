@@ -3,7 +3,14 @@
 from dataclasses import dataclass
 
 from simsp.errors import InputError
-from simsp.model import ATTENTION_KINDS, BIAS_KINDS, MLP_KINDS, NORM_KINDS, POSITION_KINDS, ModelSpec
+from simsp.model import (
+    ATTENTION_KINDS,
+    BIAS_KINDS,
+    MLP_KINDS,
+    NORM_KINDS,
+    POSITION_KINDS,
+    ModelSpec,
+)
 from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
 
 
@@ -46,31 +53,95 @@ def _rules(w: Workload):
     """(key, value, holds, rule) for every cross-field rule, in the order they are checked."""
     m, t, p = w.model, w.training, w.parallel
     chunks = p.pp * p.chunks
-    yield "parallel.recompute", p.recompute, p.recompute in RECOMPUTE_MODES, f"must be one of {', '.join(RECOMPUTE_MODES)}"
-    yield "parallel.schedule", p.schedule, p.schedule in SCHEDULES, f"must be one of {', '.join(SCHEDULES)}"
+    yield (
+        "parallel.recompute",
+        p.recompute,
+        p.recompute in RECOMPUTE_MODES,
+        f"must be one of {', '.join(RECOMPUTE_MODES)}",
+    )
+    yield (
+        "parallel.schedule",
+        p.schedule,
+        p.schedule in SCHEDULES,
+        f"must be one of {', '.join(SCHEDULES)}",
+    )
     yield from _model_choices(m)
-    yield "model.heads", m.heads, m.head_dim or m.hidden % m.heads == 0, f"must divide hidden ({m.hidden}) unless head_dim is set"
-    yield "model.kv_heads", m.kv_heads, m.heads % m.groups == 0, f"must divide model.heads ({m.heads})"
+    yield (
+        "model.heads",
+        m.heads,
+        m.head_dim or m.hidden % m.heads == 0,
+        f"must divide hidden ({m.hidden}) unless head_dim is set",
+    )
+    yield (
+        "model.kv_heads",
+        m.kv_heads,
+        m.heads % m.groups == 0,
+        f"must divide model.heads ({m.heads})",
+    )
     yield "model.dropout", m.dropout, 0 <= m.dropout < 1, "must be a rate in [0, 1)"
     yield "parallel.tp", p.tp, m.heads % p.tp == 0, f"must divide model.heads ({m.heads})"
-    yield "parallel.tp", p.tp, m.groups % p.tp == 0, f"must divide the key/value heads ({m.groups}), as Megatron-Core requires"
+    yield (
+        "parallel.tp",
+        p.tp,
+        m.groups % p.tp == 0,
+        f"must divide the key/value heads ({m.groups}), as Megatron-Core requires",
+    )
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
-    yield "parallel.sequence_parallel", p.sequence_parallel, not p.sequence_parallel or m.seq_len % p.tp == 0, f"needs tp ({p.tp}) to divide seq_len ({m.seq_len})"
-    yield "parallel.virtual_stages", p.virtual_stages, p.schedule == "interleaved" or p.virtual_stages == 1, "must be 1 unless schedule is interleaved"
-    yield "parallel.schedule", p.schedule, p.schedule != "interleaved" or p.pp > 1, "interleaved needs pp > 1"
-    yield "model.layers", m.layers, m.layers % chunks == 0, f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks"
-    yield "training.global_batch", t.global_batch, t.global_batch % (t.micro_batch * p.dp) == 0, f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})"
-    yield "training.global_batch", t.global_batch, p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0, f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})"
+    yield (
+        "parallel.sequence_parallel",
+        p.sequence_parallel,
+        not p.sequence_parallel or m.seq_len % p.tp == 0,
+        f"needs tp ({p.tp}) to divide seq_len ({m.seq_len})",
+    )
+    yield (
+        "parallel.virtual_stages",
+        p.virtual_stages,
+        p.schedule == "interleaved" or p.virtual_stages == 1,
+        "must be 1 unless schedule is interleaved",
+    )
+    yield (
+        "parallel.schedule",
+        p.schedule,
+        p.schedule != "interleaved" or p.pp > 1,
+        "interleaved needs pp > 1",
+    )
+    yield (
+        "model.layers",
+        m.layers,
+        m.layers % chunks == 0,
+        f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks",
+    )
+    yield (
+        "training.global_batch",
+        t.global_batch,
+        t.global_batch % (t.micro_batch * p.dp) == 0,
+        f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})",
+    )
+    yield (
+        "training.global_batch",
+        t.global_batch,
+        p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0,
+        f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})",
+    )
 
 
 def _model_choices(m: ModelSpec):
     """(key, value, holds, rule) for the model's named choices."""
-    for key, kinds in (("mlp", MLP_KINDS), ("norm", NORM_KINDS), ("position", POSITION_KINDS),
-                       ("attention", ATTENTION_KINDS), ("bias", BIAS_KINDS)):
+    for key, kinds in (
+        ("mlp", MLP_KINDS),
+        ("norm", NORM_KINDS),
+        ("position", POSITION_KINDS),
+        ("attention", ATTENTION_KINDS),
+        ("bias", BIAS_KINDS),
+    ):
         value = getattr(m, key)
         names = ", ".join(str(k).lower() for k in kinds)
-        yield f"model.{key}", value, any(value is k or (isinstance(k, str) and value == k) for k in kinds), \
-            f"must be one of {names}"
+        yield (
+            f"model.{key}",
+            value,
+            any(value is k or (isinstance(k, str) and value == k) for k in kinds),
+            f"must be one of {names}",
+        )
 
 
 def validate(w: Workload, source: str) -> Workload:

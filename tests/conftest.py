@@ -31,4 +31,5 @@ def results(workloads, hardware):
         if name not in cache:
             cache[name] = run(workloads[name], hardware)
         return cache[name]
+
     return get

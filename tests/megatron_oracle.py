@@ -47,8 +47,10 @@ NUM_BYTES_IN_MEGABYTE = 1024 * 1024
 # arguments.py / tokenizer.py defaults
 # ---------------------------------------------------------------------------------------------
 
-def megatron_vocab_size_with_padding(*, orig_vocab_size, make_vocab_size_divisible_by=128,
-                                     tensor_model_parallel_size=1):
+
+def megatron_vocab_size_with_padding(
+    *, orig_vocab_size, make_vocab_size_divisible_by=128, tensor_model_parallel_size=1
+):
     """``_vocab_size_with_padding(orig_vocab_size, args)``.
 
     NVIDIA/Megatron-LM @ core_r0.8.0 (baf94af3), megatron/training/tokenizer/tokenizer.py L86-99;
@@ -90,8 +92,9 @@ def megatron_default_kv_channels(*, hidden_size, num_attention_heads):
 
 def _resolve(hidden_size, num_attention_heads, num_query_groups, kv_channels):
     if kv_channels is None:
-        kv_channels = megatron_default_kv_channels(hidden_size=hidden_size,
-                                                   num_attention_heads=num_attention_heads)
+        kv_channels = megatron_default_kv_channels(
+            hidden_size=hidden_size, num_attention_heads=num_attention_heads
+        )
     # Group Query Attention.
     # (source: ``if not args.group_query_attention: args.num_query_groups = args.num_attention_heads``)
     if num_query_groups is None:
@@ -103,9 +106,22 @@ def _resolve(hidden_size, num_attention_heads, num_query_groups, kv_channels):
 # training.py: num_floating_point_operations
 # ---------------------------------------------------------------------------------------------
 
-def megatron_flops(*, batch_size, seq_length, num_layers, hidden_size, num_attention_heads,
-                   num_query_groups=None, kv_channels=None, ffn_hidden_size, swiglu,
-                   padded_vocab_size, num_experts=None, moe_router_topk=2):
+
+def megatron_flops(
+    *,
+    batch_size,
+    seq_length,
+    num_layers,
+    hidden_size,
+    num_attention_heads,
+    num_query_groups=None,
+    kv_channels=None,
+    ffn_hidden_size,
+    swiglu,
+    padded_vocab_size,
+    num_experts=None,
+    moe_router_topk=2,
+):
     """``num_floating_point_operations(args, batch_size)`` -- FLOPs of one iteration (fwd+bwd).
 
     NVIDIA/Megatron-LM @ core_r0.8.0 (baf94af3), megatron/training/training.py L73-107.
@@ -119,8 +135,9 @@ def megatron_flops(*, batch_size, seq_length, num_layers, hidden_size, num_atten
     with g = num_query_groups, a = heads, d = kv_channels, f = ffn_hidden_size,
     k = 1 (dense) or moe_router_topk, m = 3/2 if swiglu else 1, V = padded_vocab_size.
     """
-    num_query_groups, kv_channels = _resolve(hidden_size, num_attention_heads,
-                                             num_query_groups, kv_channels)
+    num_query_groups, kv_channels = _resolve(
+        hidden_size, num_attention_heads, num_query_groups, kv_channels
+    )
     # Attention projection size.
     query_projection_size = kv_channels * num_attention_heads
     query_projection_to_hidden_size_ratio = query_projection_size / hidden_size
@@ -137,18 +154,11 @@ def megatron_flops(*, batch_size, seq_length, num_layers, hidden_size, num_atten
         * (
             # Attention.
             (
-                (
-                    1
-                    + (num_query_groups / num_attention_heads)
-                    + (seq_length / hidden_size)
-                ) * query_projection_to_hidden_size_ratio
+                (1 + (num_query_groups / num_attention_heads) + (seq_length / hidden_size))
+                * query_projection_to_hidden_size_ratio
             )
             # MLP.
-            + (
-                (ffn_hidden_size / hidden_size)
-                * num_experts_routed_to
-                * gated_linear_multiplier
-            )
+            + ((ffn_hidden_size / hidden_size) * num_experts_routed_to * gated_linear_multiplier)
             # Logit.
             + (padded_vocab_size / (2 * num_layers * hidden_size))
         )
@@ -159,23 +169,38 @@ def megatron_flops(*, batch_size, seq_length, num_layers, hidden_size, num_atten
 # theoretical_memory_usage.py: compute_weight_and_optimizer_memory
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MegatronParameterCounts:
     """The intermediate quantities of ``compute_weight_and_optimizer_memory`` (its verbose prints)."""
+
     num_parameters_in_transformer_layers: float
     num_parameters_in_embedding_layers: float
     num_total_parameters: float
     num_parameters_on_most_loaded_model_shard: float
-    num_parameters_on_other_model_shards: float | None  # None when pipeline_model_parallel_size == 1
+    num_parameters_on_other_model_shards: (
+        float | None
+    )  # None when pipeline_model_parallel_size == 1
     num_bytes_per_parameter: float
 
 
-def megatron_parameter_counts(*, num_layers, hidden_size, num_attention_heads,
-                              num_query_groups=None, kv_channels=None, ffn_hidden_size, swiglu,
-                              padded_vocab_size, untie_embeddings_and_output_weights=False,
-                              pipeline_model_parallel_size=1, tensor_model_parallel_size=1,
-                              data_parallel_size=1, use_distributed_optimizer=False,
-                              num_experts=None):
+def megatron_parameter_counts(
+    *,
+    num_layers,
+    hidden_size,
+    num_attention_heads,
+    num_query_groups=None,
+    kv_channels=None,
+    ffn_hidden_size,
+    swiglu,
+    padded_vocab_size,
+    untie_embeddings_and_output_weights=False,
+    pipeline_model_parallel_size=1,
+    tensor_model_parallel_size=1,
+    data_parallel_size=1,
+    use_distributed_optimizer=False,
+    num_experts=None,
+):
     """Body of ``compute_weight_and_optimizer_memory(args)`` up to the final product.
 
     NVIDIA/Megatron-LM @ core_r0.8.0 (baf94af3),
@@ -191,8 +216,9 @@ def megatron_parameter_counts(*, num_layers, hidden_size, num_attention_heads,
     included, is divided by tp.  ``data_parallel_size`` is Megatron's ``args.data_parallel_size``
     = world / (tp * pp * cp) (arguments.py L182), i.e. it excludes context parallelism.
     """
-    num_query_groups, kv_channels = _resolve(hidden_size, num_attention_heads,
-                                             num_query_groups, kv_channels)
+    num_query_groups, kv_channels = _resolve(
+        hidden_size, num_attention_heads, num_query_groups, kv_channels
+    )
     # Attention projection size.
     query_projection_size = kv_channels * num_attention_heads
     query_projection_to_hidden_size_ratio = query_projection_size / hidden_size
@@ -206,10 +232,7 @@ def megatron_parameter_counts(*, num_layers, hidden_size, num_attention_heads,
         * hidden_size
         * (
             # Attention.
-            (
-                (1 + (num_query_groups / num_attention_heads))
-                * query_projection_to_hidden_size_ratio
-            )
+            ((1 + (num_query_groups / num_attention_heads)) * query_projection_to_hidden_size_ratio)
             # MLP.
             + ((ffn_hidden_size / hidden_size) * num_experts * gated_linear_multiplier)
             # Transformer layernorms.
@@ -230,9 +253,7 @@ def megatron_parameter_counts(*, num_layers, hidden_size, num_attention_heads,
         (num_parameters_in_transformer_layers / pipeline_model_parallel_size) + embedding_size
     ) / tensor_model_parallel_size
     if untie_embeddings_and_output_weights and pipeline_model_parallel_size == 1:
-        num_parameters_on_most_loaded_model_shard += (
-            embedding_size / tensor_model_parallel_size
-        )
+        num_parameters_on_most_loaded_model_shard += embedding_size / tensor_model_parallel_size
 
     num_parameters_on_other_model_shards = None
     if pipeline_model_parallel_size > 1:
@@ -241,9 +262,7 @@ def megatron_parameter_counts(*, num_layers, hidden_size, num_attention_heads,
             pipeline_model_parallel_size * tensor_model_parallel_size
         )
 
-    num_bytes_per_parameter = (
-        18 if not use_distributed_optimizer else 6 + (12 / data_parallel_size)
-    )
+    num_bytes_per_parameter = 18 if not use_distributed_optimizer else 6 + (12 / data_parallel_size)
     return MegatronParameterCounts(
         num_parameters_in_transformer_layers=num_parameters_in_transformer_layers,
         num_parameters_in_embedding_layers=num_parameters_in_embedding_layers,
@@ -272,6 +291,7 @@ def megatron_weight_and_optimizer_memory(**kwargs):
 # theoretical_memory_usage.py: compute_activation_memory
 # ---------------------------------------------------------------------------------------------
 
+
 def megatron_theoretical_activation_memory_applies(*, sequence_parallel, recompute_granularity):
     """The guard in ``report_theoretical_memory``: Megatron only reports the activation estimate
     with sequence parallelism AND selective recomputation (otherwise it prints weights+optimizer
@@ -279,13 +299,22 @@ def megatron_theoretical_activation_memory_applies(*, sequence_parallel, recompu
     megatron/training/theoretical_memory_usage.py L171-176.
     """
     # Formulae here assume sequence parallelism and selective activation recomputation.
-    return bool(sequence_parallel) and recompute_granularity == 'selective'
+    return bool(sequence_parallel) and recompute_granularity == "selective"
 
 
-def megatron_activation_memory(*, seq_length, micro_batch_size, hidden_size, ffn_hidden_size,
-                               num_layers, padded_vocab_size, tensor_model_parallel_size=1,
-                               pipeline_model_parallel_size=1,
-                               virtual_pipeline_model_parallel_size=None, num_microbatches=None):
+def megatron_activation_memory(
+    *,
+    seq_length,
+    micro_batch_size,
+    hidden_size,
+    ffn_hidden_size,
+    num_layers,
+    padded_vocab_size,
+    tensor_model_parallel_size=1,
+    pipeline_model_parallel_size=1,
+    virtual_pipeline_model_parallel_size=None,
+    num_microbatches=None,
+):
     """``compute_activation_memory(args, num_microbatches)`` -- bytes on the first pipeline stage.
 
     NVIDIA/Megatron-LM @ core_r0.8.0 (baf94af3),
@@ -319,16 +348,9 @@ def megatron_activation_memory(*, seq_length, micro_batch_size, hidden_size, ffn
     # Now add activation memory required for input embeddings, last LayerNorm and output layer.
 
     # Input to embedding (pp_size microbatches in flight).
-    activation_memory += (
-        8 * seq_length * micro_batch_size * pipeline_model_parallel_size
-    )
+    activation_memory += 8 * seq_length * micro_batch_size * pipeline_model_parallel_size
     # Dropout in embedding layer (pp_size microbatches in flight).
-    activation_memory += (
-        seq_length
-        * micro_batch_size
-        * hidden_size
-        * pipeline_model_parallel_size
-    )
+    activation_memory += seq_length * micro_batch_size * hidden_size * pipeline_model_parallel_size
 
     # Multiply by interleaved PP memory factor.
     if virtual_pipeline_model_parallel_size is not None:
@@ -360,9 +382,12 @@ def megatron_activation_memory(*, seq_length, micro_batch_size, hidden_size, ffn
     return activation_memory / tensor_model_parallel_size
 
 
-def megatron_in_flight_microbatches(*, pipeline_model_parallel_size,
-                                    virtual_pipeline_model_parallel_size=None,
-                                    num_microbatches=None):
+def megatron_in_flight_microbatches(
+    *,
+    pipeline_model_parallel_size,
+    virtual_pipeline_model_parallel_size=None,
+    num_microbatches=None,
+):
     """The ``in_flight_microbatches`` that ``compute_activation_memory`` prints when verbose
     (theoretical_memory_usage.py L131-148); it does not enter the returned bytes.  None when the
     source never sets it (pp == 1 without interleaving)."""

@@ -6,25 +6,38 @@ import time
 
 import pytest
 
-from simsp.cost import cost_model
-from simsp.plan import StageCosts
 from simsp import analytic, memory
+from simsp.cost import cost_model
 from simsp.engine import simulate
 from simsp.errors import InputError
 from simsp.memory import memory_report
-from simsp.plan import ChunkCost, build_plan
+from simsp.plan import ChunkCost, StageCosts, build_plan
 from simsp.workload import validate
 
 from .conftest import PAPER_MODELS
 
-PLAN_FIELDS = ("p", "v", "m", "chunks", "p2p_s", "dp_s", "overlap_dp", "embedding_sync_s", "optimizer_s")
+PLAN_FIELDS = (
+    "p",
+    "v",
+    "m",
+    "chunks",
+    "p2p_s",
+    "dp_s",
+    "overlap_dp",
+    "embedding_sync_s",
+    "optimizer_s",
+)
 
 
 def variant(w, micro_batch=None, global_batch=None, **parallel):
     """A validated copy of w with parallel and batch fields replaced; None when it breaks a rule."""
-    training = dataclasses.replace(w.training, **{k: v for k, v in (("micro_batch", micro_batch),
-                                                                   ("global_batch", global_batch)) if v})
-    w = dataclasses.replace(w, training=training, parallel=dataclasses.replace(w.parallel, **parallel))
+    training = dataclasses.replace(
+        w.training,
+        **{k: v for k, v in (("micro_batch", micro_batch), ("global_batch", global_batch)) if v},
+    )
+    w = dataclasses.replace(
+        w, training=training, parallel=dataclasses.replace(w.parallel, **parallel)
+    )
     try:
         return validate(w, "test")
     except InputError:
@@ -35,11 +48,23 @@ def grid_175b(base):
     """GPT-3 175B on 64 GPUs: tp x pp x SP x recompute x schedule, every valid combination."""
     out = []
     for tp, pp, sp, rc, (sched, v) in itertools.product(
-            (2, 4, 8, 16), (2, 4, 8, 16), (True, False), ("none", "selective", "full"),
-            (("1f1b", 1), ("interleaved", 3), ("gpipe", 1))):
+        (2, 4, 8, 16),
+        (2, 4, 8, 16),
+        (True, False),
+        ("none", "selective", "full"),
+        (("1f1b", 1), ("interleaved", 3), ("gpipe", 1)),
+    ):
         if tp * pp <= 64:
-            w = variant(base, tp=tp, pp=pp, dp=64 // (tp * pp), sequence_parallel=sp, recompute=rc,
-                        schedule=sched, virtual_stages=v)
+            w = variant(
+                base,
+                tp=tp,
+                pp=pp,
+                dp=64 // (tp * pp),
+                sequence_parallel=sp,
+                recompute=rc,
+                schedule=sched,
+                virtual_stages=v,
+            )
             if w is not None:
                 out.append(w)
     return out
@@ -52,10 +77,20 @@ def engine_s(w, hw):
 def test_costs_are_the_plans_costs_exactly(workloads, hardware):
     """No second cost model: the memoised costs equal build_plan's, field by field, to the bit."""
     base = workloads["gpt3-175b"]
-    cases = [workloads[n] for n in PAPER_MODELS] + grid_175b(base)[::9] + [
-        variant(base, tp=8, pp=1, dp=8, schedule="1f1b", virtual_stages=1),
-        variant(base, overlap_dp_comm=True, distributed_optimizer=True, deallocate_pipeline_outputs=False),
-        variant(base, tp=4, pp=4, dp=4, micro_batch=2, schedule="gpipe", virtual_stages=1)]
+    cases = (
+        [workloads[n] for n in PAPER_MODELS]
+        + grid_175b(base)[::9]
+        + [
+            variant(base, tp=8, pp=1, dp=8, schedule="1f1b", virtual_stages=1),
+            variant(
+                base,
+                overlap_dp_comm=True,
+                distributed_optimizer=True,
+                deallocate_pipeline_outputs=False,
+            ),
+            variant(base, tp=4, pp=4, dp=4, micro_batch=2, schedule="gpipe", virtual_stages=1),
+        ]
+    )
     for w in cases:
         plan, costs = build_plan(w, cost_model(hardware)), analytic.costs(w, hardware)
         for field in PLAN_FIELDS:
@@ -67,7 +102,9 @@ def test_peak_from_candidate_stages_equals_the_full_report(workloads, hardware):
     base = workloads["gpt3-175b"]
     cases = [workloads[n] for n in PAPER_MODELS] + grid_175b(base)[::5]
     cases += [variant(base, micro_batch=mb, deallocate_pipeline_outputs=False) for mb in (1, 2)]
-    cases += [variant(base, global_batch=8 * g, virtual_stages=v) for g in (1, 2, 3) for v in (2, 3, 4)]
+    cases += [
+        variant(base, global_batch=8 * g, virtual_stages=v) for g in (1, 2, 3) for v in (2, 3, 4)
+    ]
     for w in filter(None, cases):
         expected = memory_report(w, hardware)
         assert memory.peak_bytes(w) == expected.peak_bytes, w.parallel
@@ -76,7 +113,9 @@ def test_peak_from_candidate_stages_equals_the_full_report(workloads, hardware):
 @pytest.mark.parametrize("name", PAPER_MODELS)
 def test_paper_workloads_within_2_percent(workloads, hardware, name):
     w = workloads[name]
-    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(engine_s(w, hardware), rel=0.02)
+    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(
+        engine_s(w, hardware), rel=0.02
+    )
 
 
 def test_175b_grid_within_2_percent(workloads, hardware):
@@ -91,25 +130,55 @@ def test_175b_grid_within_2_percent(workloads, hardware):
 
 def test_micro_batch_and_dp_variants_within_2_percent(workloads, hardware):
     base = workloads["gpt3-175b"]
-    cases = [variant(base, tp=t, pp=p, dp=64 // (t * p), micro_batch=mb, recompute=rc, overlap_dp_comm=ov)
-             for t, p in ((4, 4), (8, 2), (2, 16)) for mb in (1, 2, 4) for rc in ("selective", "full")
-             for ov in (False, True)]
+    cases = [
+        variant(
+            base, tp=t, pp=p, dp=64 // (t * p), micro_batch=mb, recompute=rc, overlap_dp_comm=ov
+        )
+        for t, p in ((4, 4), (8, 2), (2, 16))
+        for mb in (1, 2, 4)
+        for rc in ("selective", "full")
+        for ov in (False, True)
+    ]
     for w in filter(None, cases):
-        assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(engine_s(w, hardware), rel=0.02)
+        assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(
+            engine_s(w, hardware), rel=0.02
+        )
 
 
 def test_no_pipeline_is_exact(workloads, hardware):
     """p = 1: m (F + B), then DP and the optimizer, with nothing for the formula to approximate."""
-    w = variant(workloads["gpt3-175b"], tp=8, pp=1, dp=8, schedule="1f1b", virtual_stages=1, global_batch=512)
-    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(engine_s(w, hardware), rel=1e-12)
+    w = variant(
+        workloads["gpt3-175b"],
+        tp=8,
+        pp=1,
+        dp=8,
+        schedule="1f1b",
+        virtual_stages=1,
+        global_batch=512,
+    )
+    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(
+        engine_s(w, hardware), rel=1e-12
+    )
     w = workloads["gpt-22b"]
-    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(engine_s(w, hardware), rel=1e-12)
+    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(
+        engine_s(w, hardware), rel=1e-12
+    )
 
 
 def uniform(p, m, v=1, f=1.0, b=2.0, c=0.0):
     chunk = ChunkCost(f, b, 0.0, 0.0, 0.0, 0.0)
-    return StageCosts(p=p, v=v, m=m, chunks=(chunk,) * (p * v), p2p_s=c, dp_s=(0.0,) * p, overlap_dp=False,
-                          dp_buckets=(4,) * p, embedding_sync_s=0.0, optimizer_s=(0.0,) * p)
+    return StageCosts(
+        p=p,
+        v=v,
+        m=m,
+        chunks=(chunk,) * (p * v),
+        p2p_s=c,
+        dp_s=(0.0,) * p,
+        overlap_dp=False,
+        dp_buckets=(4,) * p,
+        embedding_sync_s=0.0,
+        optimizer_s=(0.0,) * p,
+    )
 
 
 @pytest.mark.parametrize("p,m", [(1, 1), (1, 8), (4, 4), (4, 16), (8, 64)])
@@ -124,7 +193,9 @@ def test_dp_allreduce_exposed_or_overlapped():
     assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 5.0)
     # 4 buckets overlapped with stage 0's last backward (13 s to 15 s): ready every 0.5 s, 1.25 s
     # each, so the comm is the bottleneck and ends at 13 + 0.5 + 5 = 18.5 s
-    assert analytic.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(5 * 3.0 + 3.5)
+    assert analytic.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(
+        5 * 3.0 + 3.5
+    )
     c = dataclasses.replace(uniform(2, 4), embedding_sync_s=0.5, optimizer_s=(0.25, 0.75))
     assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 0.5 + 0.75)
 
@@ -136,7 +207,11 @@ def test_estimate_reports_mfu_and_fit(workloads, hardware):
     e, r = analytic.estimate(w, hardware), run(w, hardware)
     assert e.mfu == pytest.approx(r.mfu(), rel=0.02)
     assert e.hfu / e.mfu == pytest.approx(r.hfu() / r.mfu(), rel=1e-12)
-    assert (e.peak_bytes, e.fits, e.capacity_bytes) == (r.memory.peak_bytes, r.memory.fits, r.memory.capacity_bytes)
+    assert (e.peak_bytes, e.fits, e.capacity_bytes) == (
+        r.memory.peak_bytes,
+        r.memory.fits,
+        r.memory.capacity_bytes,
+    )
 
 
 def test_screening_is_fast_when_warm(workloads, hardware):

@@ -17,23 +17,37 @@ import pytest
 
 from simsp.perfetto import chrome_trace_json
 from simsp.timeline import timeline_html
-from tests.browser.chromium import HEAD_SCRIPT, dump_dom, find_chromium, instrument, probe_page, read_probe, screenshot
+from tests.browser.chromium import (
+    HEAD_SCRIPT,
+    dump_dom,
+    find_chromium,
+    instrument,
+    probe_page,
+    read_probe,
+    screenshot,
+)
 
 
 @pytest.fixture(scope="module")
 def chromium():
     path = find_chromium()
     if path is None:
-        pytest.skip("no Chromium/Chrome binary found (looked for $CHROMIUM, chromium, chromium-browser, "
-                    "google-chrome); install it with `apt-get install -y chromium` to run the browser checks")
+        pytest.skip(
+            "no Chromium/Chrome binary found (looked for $CHROMIUM, chromium, chromium-browser, "
+            "google-chrome); install it with `apt-get install -y chromium` to run the browser checks"
+        )
     return path
 
 
 @pytest.mark.parametrize("name", ["gpt-22b", "gpt3-175b", "gpt-1t"])
 def test_timeline_renders_without_errors(chromium, results, tmp_path, name):
-    found = probe_page(chromium, timeline_html(results(name)), tmp_path, f"{name}.html", timeout_s=120)
-    print(f"{name}: headless open {found['wall_s']:.2f} s wall (chromium start included), "
-          f"plot drawn {found['loaded_ms'] / 1000:.2f} s after navigation, {sum(found['drawn_bars'])} bars drawn")
+    found = probe_page(
+        chromium, timeline_html(results(name)), tmp_path, f"{name}.html", timeout_s=120
+    )
+    print(
+        f"{name}: headless open {found['wall_s']:.2f} s wall (chromium start included), "
+        f"plot drawn {found['loaded_ms'] / 1000:.2f} s after navigation, {sum(found['drawn_bars'])} bars drawn"
+    )
     assert found["errors"] == [], found["errors"]
     assert found["divs"] >= 1
     assert all(n > 0 for n in found["traces"]), found["traces"]
@@ -98,7 +112,9 @@ def test_speedscope_imports_the_trace(chromium, results, tmp_path, name):
     trace = chrome_trace_json(results(name))
     loader = app / "profile.js"
     b64 = base64.b64encode(trace.encode()).decode()
-    loader.write_text(f"speedscope.loadFileFromBase64({json.dumps(name + '.json')}, {json.dumps(b64)})")
+    loader.write_text(
+        f"speedscope.loadFileFromBase64({json.dumps(name + '.json')}, {json.dumps(b64)})"
+    )
     page = app / "probe.html"
     page.write_text(instrument((app / "index.html").read_text(), SPEEDSCOPE_PROBE))
     dom, _ = dump_dom(chromium, f"{page.resolve().as_uri()}#localProfilePath={loader.resolve()}")
@@ -118,6 +134,7 @@ def test_head_script_is_first_in_head():
 @pytest.fixture(scope="module")
 def reproduction_page(tmp_path_factory):
     from simsp.reproduce import reproduce, write_report
+
     return write_report(reproduce(), tmp_path_factory.mktemp("reproduce")).read_text()
 
 
@@ -130,10 +147,28 @@ def test_reproduction_report_renders_every_chart(chromium, reproduction_page, tm
 
 def test_pareto_page_renders(chromium, tmp_path):
     from simsp.sweep import figure_page, pareto_figure
-    rows = [{"hardware": "dgx-a100-80gb", "tp": str(t), "pp": str(8 // t), "dp": "1", "sp": "true",
-             "recompute": r, "micro_batch": "1", "global_batch": "64", "schedule": "1f1b", "virtual_stages": "1",
-             "iteration_time_s": str(10.0 / t + i), "mfu": "0.5", "peak_bytes": str((40 + 10 * t) * 2**30),
-             "fits": "true" if t > 1 else "false", "capacity_bytes": str(80 * 2**30), "tier": "event"}
-            for i, r in enumerate(("none", "selective", "full")) for t in (1, 2, 4, 8)]  # rows as the CSV holds them
+
+    rows = [
+        {
+            "hardware": "dgx-a100-80gb",
+            "tp": str(t),
+            "pp": str(8 // t),
+            "dp": "1",
+            "sp": "true",
+            "recompute": r,
+            "micro_batch": "1",
+            "global_batch": "64",
+            "schedule": "1f1b",
+            "virtual_stages": "1",
+            "iteration_time_s": str(10.0 / t + i),
+            "mfu": "0.5",
+            "peak_bytes": str((40 + 10 * t) * 2**30),
+            "fits": "true" if t > 1 else "false",
+            "capacity_bytes": str(80 * 2**30),
+            "tier": "event",
+        }
+        for i, r in enumerate(("none", "selective", "full"))
+        for t in (1, 2, 4, 8)
+    ]  # rows as the CSV holds them
     found = probe_page(chromium, figure_page(pareto_figure(rows, "test")), tmp_path, "pareto.html")
     assert found["errors"] == [] and found["divs"] == 1 and found["traces"][0] > 0, found

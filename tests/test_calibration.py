@@ -212,13 +212,24 @@ def test_written_log_has_current_layout(tmp_path):
         if "Avg bus" not in ref:
             assert ref in lines
     rows = [line for line in lines if not line.startswith("#")]
-    assert rows[0].startswith("     8388608       2097152     float     sum      -1    80.49  104.2")
-    assert rows[1].startswith("  8589934592    2147483648     float     sum      -1  40838.9  210.34  368.09       0")
+    assert rows[0].startswith(
+        "     8388608       2097152     float     sum      -1    80.49  104.2"
+    )
+    assert rows[1].startswith(
+        "  8589934592    2147483648     float     sum      -1  40838.9  210.34  368.09       0"
+    )
     assert len(rows[1]) == len(sample[12])
 
 
-@pytest.mark.parametrize("op,count", [("all_gather", 8388608 // 32), ("reduce_scatter", 8388608 // 32),
-                                      ("all_reduce", 8388608 // 4), ("send_recv", 8388608 // 4)])
+@pytest.mark.parametrize(
+    "op,count",
+    [
+        ("all_gather", 8388608 // 32),
+        ("reduce_scatter", 8388608 // 32),
+        ("all_reduce", 8388608 // 4),
+        ("send_recv", 8388608 // 4),
+    ],
+)
 def test_written_count_is_per_rank_chunk_for_ag_rs(op, count, tmp_path):
     table = CollectiveTable(op, 8, (8388608,), (100e-6,))
     write_nccl_log(table, tmp_path / "x.log", header_extra={"iters": 50, "note": "simsp test"})
@@ -244,8 +255,14 @@ def test_reference_old_layout_sample_parses(tmp_path):
 
 
 def test_mpi_prefixed_old_layout_and_rank_lines(tmp_path):
-    rank_lines = "".join(f"#   Rank {r:2d} Pid  1 on node device  {r % 8} [0x00] A100-SXM4-40GB\n" for r in range(16))
-    text = "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor)\n" + rank_lines + OLD_SAMPLE
+    rank_lines = "".join(
+        f"#   Rank {r:2d} Pid  1 on node device  {r % 8} [0x00] A100-SXM4-40GB\n" for r in range(16)
+    )
+    text = (
+        "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor)\n"
+        + rank_lines
+        + OLD_SAMPLE
+    )
     text += "          64            16     float     sum    16170    0.00    0.00    N/A    10.21    0.00    0.00    N/A\n"
     prefixed = "".join(f"[1,0]<stdout>:{line}\n" for line in text.splitlines())
     table = read_nccl_log(_write(tmp_path, "nccl_16.log", prefixed))
@@ -254,32 +271,39 @@ def test_mpi_prefixed_old_layout_and_rank_lines(tmp_path):
 
 
 def test_vtrain_lut_sample_parses(tmp_path):
-    text = ("size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n"
-            "1048576,262144,float,92790,19.78,92150,19.91\n"
-            "1048576,262144,float,99999,19.78,92150,19.91\n"
-            "2097152,524288,float,93250,39.36,92970,39.47\n"
-            "3145728,786432,float,0,0,0,0\n")
+    text = (
+        "size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n"
+        "1048576,262144,float,92790,19.78,92150,19.91\n"
+        "1048576,262144,float,99999,19.78,92150,19.91\n"
+        "2097152,524288,float,93250,39.36,92970,39.47\n"
+        "3145728,786432,float,0,0,0,0\n"
+    )
     table = read_nccl_log(_write(tmp_path, "AR_GPU8_1M_1024M_LUT", text))
     assert (table.op, table.ranks, table.sizes_bytes) == ("all_reduce", 8, (1048576, 2097152))
-    assert table.times_s == pytest.approx((92790e-9, 93250e-9))  # duplicate: first kept; zero time skipped
+    assert table.times_s == pytest.approx(
+        (92790e-9, 93250e-9)
+    )  # duplicate: first kept; zero time skipped
     assert table.busbw_gbps()[0] == pytest.approx(19.78, rel=0.002)
 
 
 # ---------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("name,text,kwargs", [
-    ("nccl_8.log", "", {}),
-    ("nccl_8.log", "hello world\nthis is not\n a log\n", {}),
-    ("nccl_8.log", "# just comments\n#\n", {}),
-    ("alltoall.log", CURRENT_SAMPLE.replace("all_reduce_perf", "alltoall_perf"), {}),
-    ("mystery.log", OLD_SAMPLE, {"ranks": 2}),
-    ("mystery.log", OLD_SAMPLE, {"op": "broadcast", "ranks": 2}),
-    ("mystery.log", OLD_SAMPLE, {"op": "all_reduce"}),
-    ("h100.log", CURRENT_SAMPLE, {"ranks": 4}),
-    ("h100.log", CURRENT_SAMPLE, {"op": "all_gather"}),
-    ("nccl_1.log", OLD_SAMPLE, {}),
-])
+@pytest.mark.parametrize(
+    "name,text,kwargs",
+    [
+        ("nccl_8.log", "", {}),
+        ("nccl_8.log", "hello world\nthis is not\n a log\n", {}),
+        ("nccl_8.log", "# just comments\n#\n", {}),
+        ("alltoall.log", CURRENT_SAMPLE.replace("all_reduce_perf", "alltoall_perf"), {}),
+        ("mystery.log", OLD_SAMPLE, {"ranks": 2}),
+        ("mystery.log", OLD_SAMPLE, {"op": "broadcast", "ranks": 2}),
+        ("mystery.log", OLD_SAMPLE, {"op": "all_reduce"}),
+        ("h100.log", CURRENT_SAMPLE, {"ranks": 4}),
+        ("h100.log", CURRENT_SAMPLE, {"op": "all_gather"}),
+        ("nccl_1.log", OLD_SAMPLE, {}),
+    ],
+)
 def test_bad_nccl_input_raises_input_error(name, text, kwargs, tmp_path):
     with pytest.raises(InputError) as err:
         read_nccl_log(_write(tmp_path, name, text), **kwargs)
@@ -318,7 +342,9 @@ def test_gemm_exact_hit(gemm):
 
 
 def test_gemm_interpolation_stays_between_neighbours():
-    table = GemmTable((GemmPoint(4096, 4096, 4096, 1, "TN", 200.0), GemmPoint(4096, 8192, 4096, 1, "TN", 250.0)))
+    table = GemmTable(
+        (GemmPoint(4096, 4096, 4096, 1, "TN", 200.0), GemmPoint(4096, 8192, 4096, 1, "TN", 250.0))
+    )
     mid = table.lookup_tflops(4096, 6144, 4096)
     assert 200.0 < mid < 250.0
     assert table.lookup_tflops(4096, 5000, 4096) < mid < table.lookup_tflops(4096, 7000, 4096)
@@ -327,8 +353,12 @@ def test_gemm_interpolation_stays_between_neighbours():
 def test_gemm_interpolation_on_shipped_table(gemm):
     for m, n, k in [(8192, 2304, 6144), (8192, 3072, 6144), (2048, 4608, 12288)]:
         got = gemm.lookup_tflops(m, n, k, layout="TN")
-        near = [p.tflops for p in gemm.points if p.layout == "TN"
-                and all(abs(math.log2(a / b)) <= 1 for a, b in ((m, p.m), (n, p.n), (k, p.k)))]
+        near = [
+            p.tflops
+            for p in gemm.points
+            if p.layout == "TN"
+            and all(abs(math.log2(a / b)) <= 1 for a, b in ((m, p.m), (n, p.n), (k, p.k)))
+        ]
         assert near and min(near) <= got <= max(near)
 
 
@@ -350,21 +380,25 @@ def test_gemm_round_trip(gemm, tmp_path):
     write_gemm_table(gemm, path, ["provenance: test", "second line"])
     back = read_gemm_table(path)
     assert (back.dtype, back.device) == (gemm.dtype, gemm.device)
-    assert [(p.m, p.n, p.k, p.batch, p.layout) for p in back.points] == \
-           [(p.m, p.n, p.k, p.batch, p.layout) for p in gemm.points]
+    assert [(p.m, p.n, p.k, p.batch, p.layout) for p in back.points] == [
+        (p.m, p.n, p.k, p.batch, p.layout) for p in gemm.points
+    ]
     assert all(abs(a.tflops - b.tflops) < 1e-3 for a, b in zip(back.points, gemm.points))
     assert path.read_text().startswith("# provenance: test\n# second line\n")
 
 
-@pytest.mark.parametrize("text", [
-    "",
-    "# only comments\n",
-    "m,n,k,batch,layout\n1,2,3,1,TN\n",
-    "m,n,k,batch,layout,tflops\n4096,4096,4096,1,XX,100\n",
-    "m,n,k,batch,layout,tflops\n4096,4096,4096,1,TN,-5\n",
-    "m,n,k,batch,layout,tflops\n4096,abc,4096,1,TN,100\n",
-    "garbage\x00\x01 here\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "# only comments\n",
+        "m,n,k,batch,layout\n1,2,3,1,TN\n",
+        "m,n,k,batch,layout,tflops\n4096,4096,4096,1,XX,100\n",
+        "m,n,k,batch,layout,tflops\n4096,4096,4096,1,TN,-5\n",
+        "m,n,k,batch,layout,tflops\n4096,abc,4096,1,TN,100\n",
+        "garbage\x00\x01 here\n",
+    ],
+)
 def test_bad_gemm_input_raises_input_error(text, tmp_path):
     with pytest.raises(InputError):
         read_gemm_table(_write(tmp_path, "bad.csv", text))
@@ -383,9 +417,12 @@ def test_derive_script_reproduces_calibration_files(tmp_path):
     written = module.derive(SHARED, tmp_path, date)
     # gemm_model.csv and the README's section on it come from derive_gemm_model.py
     assert {p.relative_to(tmp_path) for p in written} == {
-        p.relative_to(CAL) for p in CAL.rglob("*") if p.is_file() and p.name != "gemm_model.csv"}
+        p.relative_to(CAL) for p in CAL.rglob("*") if p.is_file() and p.name != "gemm_model.csv"
+    }
     for path in written:
         committed = (CAL / path.relative_to(tmp_path)).read_bytes()
         if path.name == "README.md":
-            committed = committed.decode().partition("\n\n## Modeled GEMM table")[0].encode() + b"\n"
+            committed = (
+                committed.decode().partition("\n\n## Modeled GEMM table")[0].encode() + b"\n"
+            )
         assert path.read_bytes() == committed, path.name

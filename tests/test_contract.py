@@ -26,10 +26,20 @@ def test_shipped_workloads_and_default_hardware(name):
 
 def test_run_json_holds_the_contract_keys(capsys):
     d = run_json(capsys, "run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--json")
-    assert {"iteration_time_s", "mfu", "hfu", "tokens_per_s", "per_layer_ms", "memory", "breakdown"} <= set(d)
+    assert {
+        "iteration_time_s",
+        "mfu",
+        "hfu",
+        "tokens_per_s",
+        "per_layer_ms",
+        "memory",
+        "breakdown",
+    } <= set(d)
     assert 0 < d["mfu"] < 1 and 0 < d["hfu"] < 1
     assert set(d["per_layer_ms"]) >= {"forward", "backward"}
-    assert MEMORY_KEYS <= set(d["memory"]) and all(STAGE_KEYS <= set(s) for s in d["memory"]["stages"])
+    assert MEMORY_KEYS <= set(d["memory"]) and all(
+        STAGE_KEYS <= set(s) for s in d["memory"]["stages"]
+    )
     assert BREAKDOWN_KEYS <= set(d["breakdown"])
 
 
@@ -39,16 +49,54 @@ def test_memory_json_is_the_memory_object_alone(capsys):
 
 
 def test_every_override_flag_is_accepted(capsys):
-    d = run_json(capsys, "run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware",
-                 str(ROOT / "hardware" / "dgx-a100-80gb.yaml"), "--tp", "4", "--pp", "4", "--dp", "4", "--no-sp",
-                 "--recompute", "full", "--micro-batch", "2", "--global-batch", "128", "--schedule", "1f1b",
-                 "--virtual-stages", "1", "--json")
+    d = run_json(
+        capsys,
+        "run",
+        str(ROOT / "workloads" / "gpt3-175b.yaml"),
+        "--hardware",
+        str(ROOT / "hardware" / "dgx-a100-80gb.yaml"),
+        "--tp",
+        "4",
+        "--pp",
+        "4",
+        "--dp",
+        "4",
+        "--no-sp",
+        "--recompute",
+        "full",
+        "--micro-batch",
+        "2",
+        "--global-batch",
+        "128",
+        "--schedule",
+        "1f1b",
+        "--virtual-stages",
+        "1",
+        "--json",
+    )
     assert len(d["memory"]["stages"]) == 4
-    d = run_json(capsys, "run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--sp", "--schedule", "interleaved",
-                 "--virtual-stages", "2", "--json")
+    d = run_json(
+        capsys,
+        "run",
+        str(ROOT / "workloads" / "gpt3-175b.yaml"),
+        "--sp",
+        "--schedule",
+        "interleaved",
+        "--virtual-stages",
+        "2",
+        "--json",
+    )
     assert d["iteration_time_s"] > 0
 
 
 def test_a_configuration_that_does_not_fit_is_an_answer(capsys):
-    d = run_json(capsys, "memory", str(ROOT / "workloads" / "gpt-1t.yaml"), "--no-sp", "--recompute", "none", "--json")
+    d = run_json(
+        capsys,
+        "memory",
+        str(ROOT / "workloads" / "gpt-1t.yaml"),
+        "--no-sp",
+        "--recompute",
+        "none",
+        "--json",
+    )
     assert d["fits"] is False

@@ -16,9 +16,22 @@ from simsp.report import run
 def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None):
     """A plan whose every chunk costs tf/tb and where communication and the optimizer are free."""
     chunk = ChunkCost(tf, tb, 0.0, 0.0, 0.0, nbytes)
-    return Plan(p=p, v=v, m=m, actions=schedule.build(name, p, m, v), chunks=(chunk,) * (p * v),
-                layers_per_chunk=1, p2p_s=0.0, dp_s=(0.0,) * p, overlap_dp=False, dp_buckets=(1,) * p,
-                embedding_sync_s=0.0, optimizer_s=(0.0,) * p, weights_bytes=(0.0,) * p, layer=layer)
+    return Plan(
+        p=p,
+        v=v,
+        m=m,
+        actions=schedule.build(name, p, m, v),
+        chunks=(chunk,) * (p * v),
+        layers_per_chunk=1,
+        p2p_s=0.0,
+        dp_s=(0.0,) * p,
+        overlap_dp=False,
+        dp_buckets=(1,) * p,
+        embedding_sync_s=0.0,
+        optimizer_s=(0.0,) * p,
+        weights_bytes=(0.0,) * p,
+        layer=layer,
+    )
 
 
 @pytest.mark.parametrize("name", ["gpipe", "1f1b"])
@@ -61,7 +74,9 @@ def test_memory_curve_peaks_at_the_memory_model(workloads, hardware, name):
 @pytest.mark.parametrize("sched,v", [("gpipe", 1), ("1f1b", 1)])
 def test_memory_curve_peaks_at_the_memory_model_for_other_schedules(workloads, hardware, sched, v):
     w = workloads["gpt3-175b"]
-    w = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, schedule=sched, virtual_stages=v))
+    w = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, schedule=sched, virtual_stages=v)
+    )
     r = run(w, hardware)
     for stage in memory_report(w, hardware).stages:
         peak = max(s.bytes for s in r.sim.memory if s.stage == stage.stage)
@@ -77,15 +92,24 @@ def test_same_input_same_json(workloads, hardware):
 def test_breakdown_sums_to_the_iteration(workloads, hardware):
     r = run(workloads["gpt3-175b"], hardware)
     br = r.breakdown()
-    parts = sum(br[k] for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"))
+    parts = sum(
+        br[k]
+        for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s")
+    )
     assert parts == pytest.approx(r.iteration_time_s, rel=1e-12)
-    assert all(br[k] >= 0 for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"))
+    assert all(
+        br[k] >= 0
+        for k in ("compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s")
+    )
 
 
 def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware):
     w = workloads["gpt3-175b"]
-    dp = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=4),
-                             training=dataclasses.replace(w.training, global_batch=256))
+    dp = dataclasses.replace(
+        w,
+        parallel=dataclasses.replace(w.parallel, dp=4),
+        training=dataclasses.replace(w.training, global_batch=256),
+    )
     ov = dataclasses.replace(dp, parallel=dataclasses.replace(dp.parallel, overlap_dp_comm=True))
     t1, t4, t4o = (run(x, hardware).iteration_time_s for x in (w, dp, ov))
     assert t4 > t1 and t4o < t4
@@ -94,8 +118,15 @@ def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware)
 def test_overlapped_gradient_buckets():
     """One bucket cannot start before the backward ends; many hide all but the last bucket."""
     from simsp.plan import gradients_done_s
+
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=False) == 11.0
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=True) == 11.0
-    assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 4, overlap=True) == 10.25  # backward-bound: last bucket
-    assert gradients_done_s(10.0, 8.0, 10.0, 8.0, 4, overlap=True) == 16.5   # comm-bound: 8 + 2/4 + 8
-    assert gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, overlap=True) == 12.0   # the stage was busy anyway
+    assert (
+        gradients_done_s(10.0, 8.0, 10.0, 1.0, 4, overlap=True) == 10.25
+    )  # backward-bound: last bucket
+    assert (
+        gradients_done_s(10.0, 8.0, 10.0, 8.0, 4, overlap=True) == 16.5
+    )  # comm-bound: 8 + 2/4 + 8
+    assert (
+        gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, overlap=True) == 12.0
+    )  # the stage was busy anyway

@@ -43,7 +43,10 @@ def text():
 
 
 def _scales(text):
-    return {layout: float(value) for layout, value in re.findall(r"^# scale (TN|NN|NT): ([0-9.]+)", text, re.M)}
+    return {
+        layout: float(value)
+        for layout, value in re.findall(r"^# scale (TN|NN|NT): ([0-9.]+)", text, re.M)
+    }
 
 
 def test_file_exists_and_reads(table):
@@ -56,8 +59,15 @@ def test_file_exists_and_reads(table):
 
 
 def test_comments_record_provenance(text):
-    for needle in ("nvidia-matmul-heuristics", "GENERIC", "PERF_MODEL_BASED_AUTO_TUNING", "precision='TST'",
-                   "geometric mean", "derived by: python hardware/calibration/derive_gemm_model.py", "# derived: "):
+    for needle in (
+        "nvidia-matmul-heuristics",
+        "GENERIC",
+        "PERF_MODEL_BASED_AUTO_TUNING",
+        "precision='TST'",
+        "geometric mean",
+        "derived by: python hardware/calibration/derive_gemm_model.py",
+        "# derived: ",
+    ):
         assert needle in text, needle
 
 
@@ -87,8 +97,14 @@ def test_covers_small_dense_shape(table, layout):
     assert tflops is not None and 0 < tflops < PEAK_TFLOPS
     # Covered by a point of its own layout, not only by the any-layout fallback.
     m, n, k, _ = SMALL_DENSE
-    assert any(p.layout == layout and max(p.m / m, m / p.m) <= 2 and max(p.n / n, n / p.n) <= 2
-               and max(p.k / k, k / p.k) <= 2 and p.batch == 1 for p in table.points)
+    assert any(
+        p.layout == layout
+        and max(p.m / m, m / p.m) <= 2
+        and max(p.n / n, n / p.n) <= 2
+        and max(p.k / k, k / p.k) <= 2
+        and p.batch == 1
+        for p in table.points
+    )
 
 
 def test_rederived_rows_match_file(table, text):
@@ -100,9 +116,17 @@ def test_rederived_rows_match_file(table, text):
     h = module.make_model(gpu)
     scales = _scales(text)
     stored = {(p.m, p.n, p.k, p.batch, p.layout): p.tflops for p in table.points}
-    keys = [(2048, 2048, 96, 32, "TN"), (2048, 96, 2048, 32, "TN"), (96, 2048, 2048, 32, "TN"),
-            (1024, 2048, 1024, 1, "TN"), (1024, 4096, 1024, 1, "NN"), (1024, 2048, 1024, 1, "NT"),
-            (256, 64, 64, 1, "TN"), (65536, 65536, 32768, 1, "NT"), (16384, 16384, 256, 1024, "TN")]
+    keys = [
+        (2048, 2048, 96, 32, "TN"),
+        (2048, 96, 2048, 32, "TN"),
+        (96, 2048, 2048, 32, "TN"),
+        (1024, 2048, 1024, 1, "TN"),
+        (1024, 4096, 1024, 1, "NN"),
+        (1024, 2048, 1024, 1, "NT"),
+        (256, 64, 64, 1, "TN"),
+        (65536, 65536, 32768, 1, "NT"),
+        (16384, 16384, 256, 1024, "TN"),
+    ]
     for key in keys:
         m, n, k, batch, layout = key
         want = scales[layout] * module.model_tflops(h, m, n, k, batch, layout)

@@ -27,37 +27,37 @@ MSG = 64 * MIB
 # Figures from ../shared/reference/hardware-and-calibration.md (section in the comment) or the
 # Echo logs in ../shared/data (vtrain-a100: half of Echo's busbw at its largest size).
 PUBLISHED = [
-    ("dgx-h100", "nvlink/all_reduce_8.log", 64 * MIB, 361.78, 1),      # §3.2 Azure H100
+    ("dgx-h100", "nvlink/all_reduce_8.log", 64 * MIB, 361.78, 1),  # §3.2 Azure H100
     ("dgx-h100", "nvlink/all_reduce_8.log", GIB, 466.35, 1),
     ("dgx-h100", "nvlink/all_reduce_8.log", 8 * GIB, 478.87, 1),
-    ("dgx-h100", "nvlink/all_reduce_4.log", 8 * GIB, 367.9, 1),        # §3.3 xxrjun 4-GPU peak
-    ("dgx-h100", "nvlink/all_reduce_4.log", 64 * MIB, 318.55, 1),      # §3.3 Together ring shape
-    ("dgx-h100", "nvlink/all_gather_8.log", 16 * MIB, 207.36, 1),      # §3.3 Together ring
+    ("dgx-h100", "nvlink/all_reduce_4.log", 8 * GIB, 367.9, 1),  # §3.3 xxrjun 4-GPU peak
+    ("dgx-h100", "nvlink/all_reduce_4.log", 64 * MIB, 318.55, 1),  # §3.3 Together ring shape
+    ("dgx-h100", "nvlink/all_gather_8.log", 16 * MIB, 207.36, 1),  # §3.3 Together ring
     ("dgx-h100", "nvlink/all_gather_8.log", GIB, 344.53, 1),
     ("dgx-h100", "nvlink/all_gather_8.log", 8 * GIB, 357.90, 1),
     ("dgx-h100", "nvlink/reduce_scatter_8.log", 16 * MIB, 203.96, 1),
     ("dgx-h100", "nvlink/reduce_scatter_8.log", GIB, 346.49, 1),
     ("dgx-h100", "nvlink/reduce_scatter_8.log", 8 * GIB, 363.18, 1),
-    ("dgx-h100", "infiniband/all_reduce_32.log", 16 * MIB, 115, 1),    # §3.5 Meta, 4 nodes
+    ("dgx-h100", "infiniband/all_reduce_32.log", 16 * MIB, 115, 1),  # §3.5 Meta, 4 nodes
     ("dgx-h100", "infiniband/all_reduce_32.log", GIB, 338, 1),
     ("dgx-h100", "infiniband/all_reduce_32.log", 16 * GIB, 358, 1),
     ("dgx-h100", "infiniband/all_reduce_4096.log", 64 * MIB, 110, 1),  # §3.5 Meta, 512 nodes
     ("dgx-h100", "infiniband/all_reduce_4096.log", 16 * GIB, 345, 1),
-    ("hgx-h200", "nvlink/all_reduce_8.log", 64 * MIB, 368.11, 1),      # §3.2 Azure H200
+    ("hgx-h200", "nvlink/all_reduce_8.log", 64 * MIB, 368.11, 1),  # §3.2 Azure H200
     ("hgx-h200", "nvlink/all_reduce_8.log", 8 * GIB, 479.98, 1),
-    ("hgx-h200", "nvlink/all_reduce_4.log", 8 * GIB, 363.3, 1),        # §3.3 stas00 H200 ring
+    ("hgx-h200", "nvlink/all_reduce_4.log", 8 * GIB, 363.3, 1),  # §3.3 stas00 H200 ring
     ("hgx-h200", "nvlink/all_gather_8.log", 16 * GIB, 361.4, 1),
     ("hgx-h200", "nvlink/reduce_scatter_8.log", 16 * GIB, 362.9, 1),
-    ("dgx-b200", "nvlink/all_reduce_8.log", 64 * MIB, 400.60, 1),      # §3.4 stas00 B200
+    ("dgx-b200", "nvlink/all_reduce_8.log", 64 * MIB, 400.60, 1),  # §3.4 stas00 B200
     ("dgx-b200", "nvlink/all_reduce_8.log", GIB, 723.34, 1),
     ("dgx-b200", "nvlink/all_reduce_8.log", 16 * GIB, 845.67, 1),
     ("dgx-b200", "infiniband/all_reduce_16.log", 16 * GIB, 344.7, 1),  # §3.5 Together ring peaks
     ("dgx-b200", "infiniband/all_reduce_32.log", 16 * GIB, 334.8, 1),
     ("dgx-b200", "infiniband/all_reduce_64.log", 16 * GIB, 322.6, 1),
     ("dgx-b200", "infiniband/all_reduce_128.log", 16 * GIB, 306.3, 1),
-    ("gb200-nvl72", "nvlink/all_reduce_4.log", 64 * MIB, 550.73, 1),   # §3.2 Azure GB200
+    ("gb200-nvl72", "nvlink/all_reduce_4.log", 64 * MIB, 550.73, 1),  # §3.2 Azure GB200
     ("gb200-nvl72", "nvlink/all_reduce_4.log", 8 * GIB, 679.61, 1),
-    ("gb200-nvl72", "nvlink/all_reduce_32.log", 8 * GIB, 680, 1),      # §3.1 GTC25 32-GPU NVLink
+    ("gb200-nvl72", "nvlink/all_reduce_32.log", 8 * GIB, 680, 1),  # §3.1 GTC25 32-GPU NVLink
     ("gb200-nvl72", "infiniband/all_reduce_144.log", 9 * 16 * GIB, 344.7 / 8, 72),  # per NIC
     ("gb200-nvl72", "infiniband/all_reduce_288.log", 9 * 16 * GIB, 334.8 / 8, 72),
     ("vtrain-a100", "infiniband/nccl_16.log", 16 * GIB, 127.95 / 2, 1),  # Echo busbw x 800/1600
@@ -101,13 +101,18 @@ def test_faster_gpus_give_faster_gemms():
         hw = load_hardware(REPO / "hardware" / f"{name}.yaml")
         return cost_model(hw).compute.gemm(Gemm(8192, 8192, 8192)).seconds
 
-    a100, h100, h200, b200, gb200 = map(gemm_s, ("dgx-a100-80gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"))
+    a100, h100, h200, b200, gb200 = map(
+        gemm_s, ("dgx-a100-80gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72")
+    )
     assert a100 > h100 > b200 > gb200
     assert h200 == pytest.approx(h100, rel=0.05)
 
 
-@pytest.mark.parametrize("machine, rel, size, published, per", PUBLISHED,
-                         ids=[f"{m}/{r}@{s}" for m, r, s, _, _ in PUBLISHED])
+@pytest.mark.parametrize(
+    "machine, rel, size, published, per",
+    PUBLISHED,
+    ids=[f"{m}/{r}@{s}" for m, r, s, _, _ in PUBLISHED],
+)
 def test_table_matches_published_busbw(machine, rel, size, published, per):
     table = read_nccl_log(CAL / machine / rel)
     busbw = size * BUSBW_FACTORS[table.op](table.ranks) / table.time_s(size) / 1e9 / per
@@ -122,7 +127,11 @@ def test_vtrain_small_messages_keep_echo_latency():
 def test_infiniband_tables_hold_whole_nodes(hw):
     for path in hw.calibration.infiniband:
         table = read_nccl_log(path)
-        assert table.op == "all_reduce" and table.ranks % hw.node.gpus == 0 and table.ranks > hw.node.gpus
+        assert (
+            table.op == "all_reduce"
+            and table.ranks % hw.node.gpus == 0
+            and table.ranks > hw.node.gpus
+        )
     assert len(hw.calibration.infiniband) >= 2
 
 
@@ -130,18 +139,31 @@ def test_derived_logs_say_so():
     for path in CAL.glob("*/*/*.log"):
         if path.parent.parent.name in LIBRARY:
             head = path.read_text()[:4000]
-            assert "# simsp: DERIVED" in head and "# source: " in head and "# method: " in head, path
+            assert "# simsp: DERIVED" in head and "# source: " in head and "# method: " in head, (
+                path
+            )
 
 
 @pytest.mark.parametrize("path", HARDWARE, ids=lambda p: p.stem)
 def test_memory_cli_runs(path, capsys):
-    assert main(["memory", str(REPO / "workloads" / "gpt3-175b.yaml"), "--hardware", str(path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                str(REPO / "workloads" / "gpt3-175b.yaml"),
+                "--hardware",
+                str(path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["capacity_bytes"] == load_hardware(path).hbm_bytes
 
 
 def _strip_kept_section(text: str, marker: str) -> str:
-    return text[:text.index(marker)] if marker in text else text
+    return text[: text.index(marker)] if marker in text else text
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent")
@@ -149,10 +171,16 @@ def test_derive_library_reproduces_files(tmp_path):
     spec = importlib.util.spec_from_file_location("derive_library", CAL / "derive_library.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    date = re.search(r"^Derived on (\S+) by", (CAL / "dgx-h100" / "README.md").read_text(), re.M).group(1)
+    date = re.search(
+        r"^Derived on (\S+) by", (CAL / "dgx-h100" / "README.md").read_text(), re.M
+    ).group(1)
     written = module.derive(SHARED, tmp_path, date)
-    expected = {p.relative_to(CAL) for m in LIBRARY for p in (CAL / m).rglob("*") if p.is_file()
-                and p.name != "gemm_model.csv"}
+    expected = {
+        p.relative_to(CAL)
+        for m in LIBRARY
+        for p in (CAL / m).rglob("*")
+        if p.is_file() and p.name != "gemm_model.csv"
+    }
     assert {p.relative_to(tmp_path) for p in written} == expected
     for path in written:
         rel = path.relative_to(tmp_path)

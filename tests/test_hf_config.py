@@ -17,12 +17,31 @@ WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MODELS = WORKLOADS / "models"
 HF_WORKLOADS = {
     # name: GPUs (tp x pp x dp), the recipe's count kept with CP set aside except where noted
-    "llama-3.1-8b": 8, "llama-3.1-70b": 64, "llama-3.1-405b": 1008, "llama-3.1-405b-18k": 18432,
-    "llama-2-7b": 8, "llama-2-70b": 64, "mistral-7b": 8, "qwen2.5-72b": 32, "nemotron-4-340b": 128,
+    "llama-3.1-8b": 8,
+    "llama-3.1-70b": 64,
+    "llama-3.1-405b": 1008,
+    "llama-3.1-405b-18k": 18432,
+    "llama-2-7b": 8,
+    "llama-2-70b": 64,
+    "mistral-7b": 8,
+    "qwen2.5-72b": 32,
+    "nemotron-4-340b": 128,
 }
 
-LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
-NEMOTRON = {"mlp": "squared_relu", "norm": "layernorm", "position": "rope", "bias": False, "tied_embeddings": False}
+LLAMA = {
+    "mlp": "swiglu",
+    "norm": "rmsnorm",
+    "position": "rope",
+    "bias": False,
+    "tied_embeddings": False,
+}
+NEMOTRON = {
+    "mlp": "squared_relu",
+    "norm": "layernorm",
+    "position": "rope",
+    "bias": False,
+    "tied_embeddings": False,
+}
 QWEN = {**LLAMA, "bias": "qkv"}
 COMMON = {"head_dim": 0, "dropout": 0.0, "attention": "flash"}
 
@@ -60,8 +79,14 @@ DERIVED = {
 }
 """Counts derived from the config, published only rounded (README table)."""
 
-LLAMA_MIN = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-             "intermediate_size": 128, "vocab_size": 1000}
+LLAMA_MIN = {
+    "model_type": "llama",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "vocab_size": 1000,
+}
 
 
 def load(name):
@@ -94,8 +119,16 @@ def test_every_model_directory_is_covered():
 def test_shipped_config_maps(name):
     layers, hidden, heads, kv, ffn, vocab, traits = EXPECTED[name]
     fields = model_fields(load(name), f"models/{name}/config.json")
-    assert fields == {**COMMON, "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv,
-                      "ffn_hidden": ffn, "vocab": vocab, **traits}
+    assert fields == {
+        **COMMON,
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv,
+        "ffn_hidden": ffn,
+        "vocab": vocab,
+        **traits,
+    }
     spec = ModelSpec(seq_len=4096, **fields)
     assert spec.ffn == ffn and spec.groups == kv and spec.head_size * heads == hidden
 
@@ -113,20 +146,54 @@ def test_parameter_count_derived(name):
 def test_gpt2_defaults():
     """GPT-2: n_* keys, n_inner null -> 4h, tied (PretrainedConfig default), biases, learned
     positions, gelu_new, attn_pdrop as the dropout."""
-    config = {"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None,
-              "vocab_size": 50257, "activation_function": "gelu_new", "attn_pdrop": 0.1}
+    config = {
+        "model_type": "gpt2",
+        "n_layer": 12,
+        "n_embd": 768,
+        "n_head": 12,
+        "n_inner": None,
+        "vocab_size": 50257,
+        "activation_function": "gelu_new",
+        "attn_pdrop": 0.1,
+    }
     assert model_fields(config, "gpt2.json") == {
-        "layers": 12, "hidden": 768, "heads": 12, "vocab": 50257, "ffn_hidden": 3072, "kv_heads": 12,
-        "head_dim": 0, "mlp": "gelu", "norm": "layernorm", "position": "learned", "bias": True,
-        "dropout": 0.1, "attention": "flash", "tied_embeddings": True}
+        "layers": 12,
+        "hidden": 768,
+        "heads": 12,
+        "vocab": 50257,
+        "ffn_hidden": 3072,
+        "kv_heads": 12,
+        "head_dim": 0,
+        "mlp": "gelu",
+        "norm": "layernorm",
+        "position": "learned",
+        "bias": True,
+        "dropout": 0.1,
+        "attention": "flash",
+        "tied_embeddings": True,
+    }
 
 
 def test_gpt_neox_defaults():
-    config = {"model_type": "gpt_neox", "num_hidden_layers": 44, "hidden_size": 6144, "num_attention_heads": 64,
-              "intermediate_size": 24576, "vocab_size": 50432, "rotary_pct": 0.25, "use_parallel_residual": True}
+    config = {
+        "model_type": "gpt_neox",
+        "num_hidden_layers": 44,
+        "hidden_size": 6144,
+        "num_attention_heads": 64,
+        "intermediate_size": 24576,
+        "vocab_size": 50432,
+        "rotary_pct": 0.25,
+        "use_parallel_residual": True,
+    }
     fields = model_fields(config, "neox.json")
-    assert (fields["mlp"], fields["norm"], fields["position"], fields["bias"], fields["tied_embeddings"],
-            fields["kv_heads"]) == ("gelu", "layernorm", "rope", True, False, 64)
+    assert (
+        fields["mlp"],
+        fields["norm"],
+        fields["position"],
+        fields["bias"],
+        fields["tied_embeddings"],
+        fields["kv_heads"],
+    ) == ("gelu", "layernorm", "rope", True, False, 64)
 
 
 def test_class_defaults_for_missing_optional_keys():
@@ -139,7 +206,10 @@ def test_class_defaults_for_missing_optional_keys():
 
 
 def test_llama_biases_everywhere_map_to_true():
-    assert model_fields({**LLAMA_MIN, "attention_bias": True, "mlp_bias": True}, "l.json")["bias"] is True
+    assert (
+        model_fields({**LLAMA_MIN, "attention_bias": True, "mlp_bias": True}, "l.json")["bias"]
+        is True
+    )
 
 
 def error(config, source="cfg.json"):
@@ -151,8 +221,9 @@ def error(config, source="cfg.json"):
 def test_unknown_model_type_names_key_value_and_rule():
     e = error({**LLAMA_MIN, "model_type": "bert"}, "models/x/config.json")
     assert (e.file, e.key, e.value) == ("models/x/config.json", "model_type", "bert")
-    assert str(e) == ("models/x/config.json: model_type='bert': must be one of "
-                      + ", ".join(FAMILIES))
+    assert str(e) == (
+        "models/x/config.json: model_type='bert': must be one of " + ", ".join(FAMILIES)
+    )
 
 
 def test_missing_model_type():
@@ -172,29 +243,35 @@ def test_non_dict(config):
     assert e.file == "cfg.json" and e.key == "file" and "JSON object" in e.rule
 
 
-@pytest.mark.parametrize("config", [
-    {"model_type": "mixtral", "num_local_experts": 8},
-    {"model_type": "qwen2_moe", "num_experts": 60},
-    {**LLAMA_MIN, "num_local_experts": 8},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"model_type": "mixtral", "num_local_experts": 8},
+        {"model_type": "qwen2_moe", "num_experts": 60},
+        {**LLAMA_MIN, "num_local_experts": 8},
+    ],
+)
 def test_moe_is_refused(config):
     e = error(config)
     assert e.rule == "MoE is not supported yet"
     assert e.key in ("model_type", "num_local_experts", "num_experts")
 
 
-@pytest.mark.parametrize("change, key", [
-    ({"num_hidden_layers": 0}, "num_hidden_layers"),
-    ({"hidden_size": "4096"}, "hidden_size"),
-    ({"num_key_value_heads": 3}, "num_key_value_heads"),
-    ({"hidden_act": "gelu"}, "hidden_act"),
-    ({"attention_bias": True}, "attention_bias"),
-    ({"mlp_bias": True}, "mlp_bias"),
-    ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),
-    ({"attention_dropout": 1.5}, "attention_dropout"),
-    ({"rope_theta": -1}, "rope_theta"),
-    ({"rope_scaling": 8}, "rope_scaling"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"num_hidden_layers": 0}, "num_hidden_layers"),
+        ({"hidden_size": "4096"}, "hidden_size"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads"),
+        ({"hidden_act": "gelu"}, "hidden_act"),
+        ({"attention_bias": True}, "attention_bias"),
+        ({"mlp_bias": True}, "mlp_bias"),
+        ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),
+        ({"attention_dropout": 1.5}, "attention_dropout"),
+        ({"rope_theta": -1}, "rope_theta"),
+        ({"rope_scaling": 8}, "rope_scaling"),
+    ],
+)
 def test_bad_field_names_its_key(change, key):
     e = error({**LLAMA_MIN, **change})
     assert e.key == key and e.value == change[key]
@@ -213,8 +290,12 @@ def test_hf_workload_obeys_the_rules(name):
     model = dict(data["model"])
     path = model.pop("hf_config")
     fields = model_fields(json.loads((WORKLOADS / path).read_text()), path)
-    w = Workload(name=data["name"], model=ModelSpec(**fields, **model),
-                 training=TrainingSpec(**data["training"]), parallel=ParallelSpec(**data["parallel"]))
+    w = Workload(
+        name=data["name"],
+        model=ModelSpec(**fields, **model),
+        training=TrainingSpec(**data["training"]),
+        parallel=ParallelSpec(**data["parallel"]),
+    )
     assert validate(w, name) is w
     assert w.parallel.gpus == HF_WORKLOADS[name]
     assert data["name"] == name

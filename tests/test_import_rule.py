@@ -5,7 +5,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simsp"
-ALLOWED = {"simpy": {"engine.py"}, "plotly": {"timeline"}, "yaml": {"config.py"}, "torch": {"profiler"}}
+ALLOWED = {
+    "simpy": {"engine.py"},
+    "plotly": {"timeline"},
+    "yaml": {"config.py"},
+    "torch": {"profiler"},
+}
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -31,6 +36,7 @@ def test_only_the_owning_module_imports_each_heavy_library():
 def test_importing_the_package_does_not_pull_torch():
     import subprocess
     import sys
+
     code = "import sys, simsp.cli, simsp.report, simsp.memory; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

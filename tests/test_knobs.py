@@ -12,8 +12,15 @@ from simsp.parallel import ParallelSpec
 from simsp.validate.metrics import BY_FIELDS
 from simsp.workload import TrainingSpec
 
-FIELDS = [(section, f.name) for section, cls in (("model", ModelSpec), ("training", TrainingSpec),
-                                                  ("parallel", ParallelSpec)) for f in dataclasses.fields(cls)]
+FIELDS = [
+    (section, f.name)
+    for section, cls in (
+        ("model", ModelSpec),
+        ("training", TrainingSpec),
+        ("parallel", ParallelSpec),
+    )
+    for f in dataclasses.fields(cls)
+]
 
 
 def _flags(command: str) -> set[str]:
@@ -36,19 +43,42 @@ def test_every_field_is_a_flag_a_grid_key_and_a_column(section, name):
 def test_a_model_flag_reaches_the_workload(tmp_path):
     from simsp.arguments import load
 
-    args = parser().parse_args(["run", "workloads/gpt3-175b.yaml", "--kv-heads", "8", "--mlp", "swiglu",
-                                "--bias", "qkv", "--no-tied-embeddings", "--attention", "flash"])
+    args = parser().parse_args(
+        [
+            "run",
+            "workloads/gpt3-175b.yaml",
+            "--kv-heads",
+            "8",
+            "--mlp",
+            "swiglu",
+            "--bias",
+            "qkv",
+            "--no-tied-embeddings",
+            "--attention",
+            "flash",
+        ]
+    )
     w, _ = load(args)
-    assert (w.model.groups, w.model.mlp, w.model.bias, w.model.tied_embeddings, w.model.attention) == \
-        (8, "swiglu", "qkv", False, "flash")
+    assert (
+        w.model.groups,
+        w.model.mlp,
+        w.model.bias,
+        w.model.tied_embeddings,
+        w.model.attention,
+    ) == (8, "swiglu", "qkv", False, "flash")
 
 
 def test_a_grid_over_model_choices_enumerates_them():
     from simsp.config import load_hardware, load_workload
 
     base = load_workload("workloads/llama-3.1-8b.yaml")
-    spec = sweep.SweepSpec("t", base, (load_hardware("hardware/dgx-h100.yaml"),), base.parallel.gpus,
-                           (("attention", ("flash", "unfused")), ("kv_heads", (8, 32))))
+    spec = sweep.SweepSpec(
+        "t",
+        base,
+        (load_hardware("hardware/dgx-h100.yaml"),),
+        base.parallel.gpus,
+        (("attention", ("flash", "unfused")), ("kv_heads", (8, 32))),
+    )
     configs, counts = sweep.enumerate_configs(spec)
     seen = {(c.workload.model.attention, c.workload.model.groups) for c in configs}
     assert seen == {("flash", 8), ("flash", 32), ("unfused", 8), ("unfused", 32)}

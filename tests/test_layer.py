@@ -8,16 +8,34 @@ import pytest
 from simsp import layer as L
 from simsp.memory import activation_per_layer_bytes
 from simsp.model import ModelSpec
-from simsp.params import layer_params, total_params
 from simsp.parallel import ParallelSpec
+from simsp.params import layer_params, total_params
 
-LLAMA_8B = ModelSpec(layers=32, hidden=4096, heads=32, kv_heads=8, seq_len=8192, vocab=128256, ffn_hidden=14336,
-                     mlp="swiglu", norm="rmsnorm", position="rope", bias=False, dropout=0.0, attention="flash",
-                     tied_embeddings=False)
+LLAMA_8B = ModelSpec(
+    layers=32,
+    hidden=4096,
+    heads=32,
+    kv_heads=8,
+    seq_len=8192,
+    vocab=128256,
+    ffn_hidden=14336,
+    mlp="swiglu",
+    norm="rmsnorm",
+    position="rope",
+    bias=False,
+    dropout=0.0,
+    attention="flash",
+    tied_embeddings=False,
+)
 
 
 def ops(model, tp=1, sp=False, recompute="none", b=1):
-    return {op.name: op for op in L.build_layer(model, ParallelSpec(tp=tp, sequence_parallel=sp, recompute=recompute), b)}
+    return {
+        op.name: op
+        for op in L.build_layer(
+            model, ParallelSpec(tp=tp, sequence_parallel=sp, recompute=recompute), b
+        )
+    }
 
 
 def test_gqa_and_swiglu_shapes():
@@ -32,7 +50,9 @@ def test_gqa_and_swiglu_shapes():
 def test_llama_layer_parameters():
     """h(a + 2g)d (QKV) + a d h (projection) + 3hf (gate, up, down) + 2h (two RMSNorms)."""
     h, a, g, d, f = 4096, 32, 8, 128, 14336
-    assert layer_params(LLAMA_8B) == h * (a + 2 * g) * d + a * d * h + 3 * h * f + 2 * h == 218_112_000
+    assert (
+        layer_params(LLAMA_8B) == h * (a + 2 * g) * d + a * d * h + 3 * h * f + 2 * h == 218_112_000
+    )
 
 
 def test_paper_parameter_formula_section_3():
@@ -56,7 +76,11 @@ def test_flash_attention_saves_what_the_flashattention_paper_says():
     s, b, a, g, d = 8192, 2, 32, 8, 128
     fa = ops(LLAMA_8B, b=b)["flash attention"]
     saved = {x.name: x.bytes for x in fa.saves}
-    assert saved == {"Q": 2 * s * b * a * d, "K, V": 2 * 2 * s * b * g * d, "log-sum-exp": 4 * s * b * a}
+    assert saved == {
+        "Q": 2 * s * b * a * d,
+        "K, V": 2 * 2 * s * b * g * d,
+        "log-sum-exp": 4 * s * b * a,
+    }
     assert ops(LLAMA_8B, b=b)["projection"].saves[0].bytes == 2 * s * b * a * d  # O
 
 
@@ -64,7 +88,9 @@ def test_flash_attention_saves_what_the_flashattention_paper_says():
 def test_flash_attention_memory_is_linear_in_the_sequence(recompute):
     par = ParallelSpec(tp=2, sequence_parallel=True, recompute=recompute)
     short = dataclasses.replace(LLAMA_8B, seq_len=4096)
-    assert activation_per_layer_bytes(LLAMA_8B, par, 1) == 2 * activation_per_layer_bytes(short, par, 1)
+    assert activation_per_layer_bytes(LLAMA_8B, par, 1) == 2 * activation_per_layer_bytes(
+        short, par, 1
+    )
 
 
 def test_selective_recompute_with_flash_drops_only_the_logsumexp():

@@ -20,21 +20,70 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FLOP_CASES = {
     # name: ModelSpec (MHA / GQA x GeLU / SwiGLU / squared-ReLU, tied / untied, d x a != h)
-    "gpt3-175b (MHA, GeLU, tied)": ModelSpec(layers=96, hidden=12288, heads=96, seq_len=2048, vocab=51200),
-    "MHA, SwiGLU, untied": ModelSpec(layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000, mlp="swiglu",
-                                     ffn_hidden=11008, tied_embeddings=False, attention="flash"),
-    "GQA, GeLU, tied": ModelSpec(layers=24, hidden=2048, heads=16, kv_heads=4, seq_len=2048, vocab=50257),
-    "GQA, SwiGLU, untied (Llama-3.1-8B)": ModelSpec(layers=32, hidden=4096, heads=32, kv_heads=8, seq_len=8192,
-                                                    vocab=128256, ffn_hidden=14336, mlp="swiglu",
-                                                    tied_embeddings=False, attention="flash"),
-    "GQA, SwiGLU, untied (Llama-3.1-70B)": ModelSpec(layers=80, hidden=8192, heads=64, kv_heads=8, seq_len=8192,
-                                                     vocab=128256, ffn_hidden=28672, mlp="swiglu",
-                                                     tied_embeddings=False, attention="flash"),
-    "MQA, squared-ReLU, untied": ModelSpec(layers=8, hidden=1024, heads=8, kv_heads=1, seq_len=1024, vocab=256000,
-                                           ffn_hidden=4096, mlp="squared_relu", tied_embeddings=False),
-    "GQA, SwiGLU, head_dim 128 with a x d != h": ModelSpec(layers=40, hidden=5120, heads=32, kv_heads=8,
-                                                           head_dim=128, seq_len=4096, vocab=131072,
-                                                           ffn_hidden=14336, mlp="swiglu", attention="flash"),
+    "gpt3-175b (MHA, GeLU, tied)": ModelSpec(
+        layers=96, hidden=12288, heads=96, seq_len=2048, vocab=51200
+    ),
+    "MHA, SwiGLU, untied": ModelSpec(
+        layers=32,
+        hidden=4096,
+        heads=32,
+        seq_len=4096,
+        vocab=32000,
+        mlp="swiglu",
+        ffn_hidden=11008,
+        tied_embeddings=False,
+        attention="flash",
+    ),
+    "GQA, GeLU, tied": ModelSpec(
+        layers=24, hidden=2048, heads=16, kv_heads=4, seq_len=2048, vocab=50257
+    ),
+    "GQA, SwiGLU, untied (Llama-3.1-8B)": ModelSpec(
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        seq_len=8192,
+        vocab=128256,
+        ffn_hidden=14336,
+        mlp="swiglu",
+        tied_embeddings=False,
+        attention="flash",
+    ),
+    "GQA, SwiGLU, untied (Llama-3.1-70B)": ModelSpec(
+        layers=80,
+        hidden=8192,
+        heads=64,
+        kv_heads=8,
+        seq_len=8192,
+        vocab=128256,
+        ffn_hidden=28672,
+        mlp="swiglu",
+        tied_embeddings=False,
+        attention="flash",
+    ),
+    "MQA, squared-ReLU, untied": ModelSpec(
+        layers=8,
+        hidden=1024,
+        heads=8,
+        kv_heads=1,
+        seq_len=1024,
+        vocab=256000,
+        ffn_hidden=4096,
+        mlp="squared_relu",
+        tied_embeddings=False,
+    ),
+    "GQA, SwiGLU, head_dim 128 with a x d != h": ModelSpec(
+        layers=40,
+        hidden=5120,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        seq_len=4096,
+        vocab=131072,
+        ffn_hidden=14336,
+        mlp="swiglu",
+        attention="flash",
+    ),
 }
 
 
@@ -45,51 +94,94 @@ def test_model_flops_equal_megatron_core_r08(name, tp):
     V the vocabulary padded to 128 t (training.py L73-107 @ core_r0.8.0)."""
     m, batch = FLOP_CASES[name], 64
     expected = mo.megatron_flops(
-        batch_size=batch, seq_length=m.seq_len, num_layers=m.layers, hidden_size=m.hidden,
-        num_attention_heads=m.heads, num_query_groups=m.groups, kv_channels=m.head_size,
-        ffn_hidden_size=m.ffn, swiglu=m.mlp == "swiglu",
-        padded_vocab_size=mo.megatron_vocab_size_with_padding(orig_vocab_size=m.vocab,
-                                                              tensor_model_parallel_size=tp))
+        batch_size=batch,
+        seq_length=m.seq_len,
+        num_layers=m.layers,
+        hidden_size=m.hidden,
+        num_attention_heads=m.heads,
+        num_query_groups=m.groups,
+        kv_channels=m.head_size,
+        ffn_hidden_size=m.ffn,
+        swiglu=m.mlp == "swiglu",
+        padded_vocab_size=mo.megatron_vocab_size_with_padding(
+            orig_vocab_size=m.vocab, tensor_model_parallel_size=tp
+        ),
+    )
     got = model_flops(m, batch, tp)
     print(f"{name:45s} tp={tp}: simsp {got:.6e}  megatron {expected:.6e}")
     assert got == pytest.approx(expected, rel=1e-12)
 
 
 def test_swiglu_default_inner_size_is_megatrons():
-    assert ModelSpec(layers=1, hidden=4096, heads=32, seq_len=1, vocab=1, mlp="swiglu").ffn == \
-        mo.megatron_default_ffn_hidden_size(hidden_size=4096, swiglu=True) == 10880
+    assert (
+        ModelSpec(layers=1, hidden=4096, heads=32, seq_len=1, vocab=1, mlp="swiglu").ffn
+        == mo.megatron_default_ffn_hidden_size(hidden_size=4096, swiglu=True)
+        == 10880
+    )
 
 
 def test_padded_vocab_is_megatrons():
     for v in (50257, 128256, 32000, 151936):
         for t in (1, 2, 4, 8):
             m = ModelSpec(layers=1, hidden=64, heads=1, seq_len=1, vocab=v)
-            assert m.padded_vocab(t) == mo.megatron_vocab_size_with_padding(orig_vocab_size=v,
-                                                                          tensor_model_parallel_size=t)
+            assert m.padded_vocab(t) == mo.megatron_vocab_size_with_padding(
+                orig_vocab_size=v, tensor_model_parallel_size=t
+            )
 
 
 # ---------------------------------------------------------------------------- memory
 SETTINGS = {
     # (tp, pp, dp, schedule, virtual stages, global batch); SP on and selective recompute, where
     # Megatron's theoretical_memory_usage applies
-    "llama-3.1-8b": ((1, 1, 8, "1f1b", 1, 64), (2, 2, 4, "1f1b", 1, 64), (4, 2, 2, "interleaved", 4, 32)),
-    "llama-3.1-70b": ((8, 4, 2, "1f1b", 1, 128), (4, 8, 2, "interleaved", 5, 128), (8, 2, 4, "1f1b", 1, 8)),
+    "llama-3.1-8b": (
+        (1, 1, 8, "1f1b", 1, 64),
+        (2, 2, 4, "1f1b", 1, 64),
+        (4, 2, 2, "interleaved", 4, 32),
+    ),
+    "llama-3.1-70b": (
+        (8, 4, 2, "1f1b", 1, 128),
+        (4, 8, 2, "interleaved", 5, 128),
+        (8, 2, 4, "1f1b", 1, 8),
+    ),
 }
-CASES = [(name, s, dist) for name, settings in SETTINGS.items() for s in settings for dist in (False, True)]
+CASES = [
+    (name, s, dist)
+    for name, settings in SETTINGS.items()
+    for s in settings
+    for dist in (False, True)
+]
 
 
 def _workload(name, tp, pp, dp, schedule, v, global_batch, distributed):
     w = load_workload(ROOT / "workloads" / f"{name}.yaml")
-    par = dataclasses.replace(w.parallel, tp=tp, pp=pp, dp=dp, schedule=schedule, virtual_stages=v,
-                              sequence_parallel=True, recompute="selective", distributed_optimizer=distributed)
-    return dataclasses.replace(w, parallel=par, training=dataclasses.replace(w.training, global_batch=global_batch))
+    par = dataclasses.replace(
+        w.parallel,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        schedule=schedule,
+        virtual_stages=v,
+        sequence_parallel=True,
+        recompute="selective",
+        distributed_optimizer=distributed,
+    )
+    return dataclasses.replace(
+        w, parallel=par, training=dataclasses.replace(w.training, global_batch=global_batch)
+    )
 
 
 def _megatron_args(w):
     m, p = w.model, w.parallel
-    return dict(num_layers=m.layers, hidden_size=m.hidden, num_attention_heads=m.heads, num_query_groups=m.groups,
-                kv_channels=m.head_size, ffn_hidden_size=m.ffn, swiglu=m.mlp == "swiglu",
-                padded_vocab_size=m.padded_vocab(p.tp))
+    return dict(
+        num_layers=m.layers,
+        hidden_size=m.hidden,
+        num_attention_heads=m.heads,
+        num_query_groups=m.groups,
+        kv_channels=m.head_size,
+        ffn_hidden_size=m.ffn,
+        swiglu=m.mlp == "swiglu",
+        padded_vocab_size=m.padded_vocab(p.tp),
+    )
 
 
 @pytest.mark.parametrize("name,setting,distributed", CASES)
@@ -102,14 +194,20 @@ def test_weights_and_optimizer_equal_megatron_plus_the_norms(name, setting, dist
     m, par = w.model, w.parallel
     h, t, p = m.hidden, par.tp, par.pp
     formula = mo.megatron_weight_and_optimizer_memory(
-        **_megatron_args(w), untie_embeddings_and_output_weights=not m.tied_embeddings,
-        pipeline_model_parallel_size=p, tensor_model_parallel_size=t, data_parallel_size=par.dp,
-        use_distributed_optimizer=distributed)
+        **_megatron_args(w),
+        untie_embeddings_and_output_weights=not m.tied_embeddings,
+        pipeline_model_parallel_size=p,
+        tensor_model_parallel_size=t,
+        data_parallel_size=par.dp,
+        use_distributed_optimizer=distributed,
+    )
     norms = m.layers / p * (2 * h - 4 * h / t) - 2 * h / (p * t) + (h if p == 1 else 0)
     simsp = stage_params(m, par, 0) * weight_bytes_per_param(par)
     expected = formula + norms * weight_bytes_per_param(par)
-    print(f"{name} tp={t} pp={p} dp={par.dp} dist={distributed}: simsp {simsp / 2**30:.4f} GiB, "
-          f"megatron {formula / 2**30:.4f} GiB, norms {norms * weight_bytes_per_param(par) / 2**20:+.3f} MiB")
+    print(
+        f"{name} tp={t} pp={p} dp={par.dp} dist={distributed}: simsp {simsp / 2**30:.4f} GiB, "
+        f"megatron {formula / 2**30:.4f} GiB, norms {norms * weight_bytes_per_param(par) / 2**20:+.3f} MiB"
+    )
     assert simsp == pytest.approx(expected, rel=1e-12)
 
 
@@ -126,16 +224,26 @@ def test_first_stage_activations_equal_megatron_plus_the_modern_layer(name, sett
     s, b, h, t, p = m.seq_len, w.training.micro_batch, m.hidden, par.tp, par.pp
     v = par.virtual_stages if par.schedule == "interleaved" else None
     formula = mo.megatron_activation_memory(
-        seq_length=s, micro_batch_size=b, hidden_size=h, ffn_hidden_size=m.ffn, num_layers=m.layers,
-        padded_vocab_size=m.padded_vocab(t), tensor_model_parallel_size=t, pipeline_model_parallel_size=p,
-        virtual_pipeline_model_parallel_size=v, num_microbatches=w.microbatches)
+        seq_length=s,
+        micro_batch_size=b,
+        hidden_size=h,
+        ffn_hidden_size=m.ffn,
+        num_layers=m.layers,
+        padded_vocab_size=m.padded_vocab(t),
+        tensor_model_parallel_size=t,
+        pipeline_model_parallel_size=p,
+        virtual_pipeline_model_parallel_size=v,
+        num_microbatches=w.microbatches,
+    )
     factor = (1 + (p - 1) / (p * v)) if v else (min(1, w.microbatches / p) if p > 1 else 1)
     assert m.heads * m.head_size == h
     per_layer = s * b * h * (-2 - 4 * (1 - m.groups * m.head_size / h) + 2 * m.ffn / h)
     ends = -(8 * s * b * p + s * b * h * p)
     expected = formula + (m.layers * per_layer + ends) * factor / t
     simsp = stage_activation_bytes(w, 0)
-    print(f"{name} tp={t} pp={p} v={v}: simsp {simsp / 2**30:.4f} GiB, megatron {formula / 2**30:.4f} GiB")
+    print(
+        f"{name} tp={t} pp={p} v={v}: simsp {simsp / 2**30:.4f} GiB, megatron {formula / 2**30:.4f} GiB"
+    )
     assert simsp == pytest.approx(expected, rel=1e-12)
 
 
@@ -143,11 +251,20 @@ def test_megatron_formula_exactly_for_the_papers_gpt():
     """Where the formula's assumptions hold (GeLU, MHA, dropout, learned positions, layer-norm),
     simsp equals it with only the token ids (8 s b p / t, not modelled) added."""
     w = load_workload(ROOT / "workloads" / "gpt3-175b.yaml")
-    w = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, schedule="1f1b", virtual_stages=1))
+    w = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, schedule="1f1b", virtual_stages=1)
+    )
     m, par = w.model, w.parallel
     s, b, t, p = m.seq_len, w.training.micro_batch, par.tp, par.pp
     formula = mo.megatron_activation_memory(
-        seq_length=s, micro_batch_size=b, hidden_size=m.hidden, ffn_hidden_size=m.ffn, num_layers=m.layers,
-        padded_vocab_size=m.padded_vocab(t), tensor_model_parallel_size=t, pipeline_model_parallel_size=p,
-        num_microbatches=w.microbatches)
+        seq_length=s,
+        micro_batch_size=b,
+        hidden_size=m.hidden,
+        ffn_hidden_size=m.ffn,
+        num_layers=m.layers,
+        padded_vocab_size=m.padded_vocab(t),
+        tensor_model_parallel_size=t,
+        pipeline_model_parallel_size=p,
+        num_microbatches=w.microbatches,
+    )
     assert stage_activation_bytes(w, 0) == pytest.approx(formula - 8 * s * b * p / t, rel=1e-12)

@@ -7,10 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsp import schedule
-from simsp.memory import activation_per_layer_bytes, in_flight_chunks, memory_report, stage_activation_bytes
+from simsp.memory import (
+    activation_per_layer_bytes,
+    in_flight_chunks,
+    memory_report,
+    stage_activation_bytes,
+)
 from simsp.model import ModelSpec
-from simsp.params import total_params
 from simsp.parallel import ParallelSpec
+from simsp.params import total_params
 
 from .conftest import PAPER_MODELS
 
@@ -28,9 +33,13 @@ def table2(s, b, h, a, t):
 
 
 @settings(max_examples=1000, deadline=None)
-@given(s=st.sampled_from([128, 256, 512, 1024, 2048, 4096, 8192]), b=st.integers(1, 16),
-       head_dim=st.sampled_from([32, 64, 80, 96, 128, 160]), a_mult=st.integers(1, 24),
-       t=st.sampled_from([1, 2, 4, 8, 16]))
+@given(
+    s=st.sampled_from([128, 256, 512, 1024, 2048, 4096, 8192]),
+    b=st.integers(1, 16),
+    head_dim=st.sampled_from([32, 64, 80, 96, 128, 160]),
+    a_mult=st.integers(1, 24),
+    t=st.sampled_from([1, 2, 4, 8, 16]),
+)
 def test_table2_rows_come_out_of_the_op_list_to_the_byte(s, b, head_dim, a_mult, t):
     a = t * a_mult
     h = a * head_dim
@@ -60,8 +69,12 @@ def test_per_layer_mib_for_the_four_models(workloads, name):
 
 
 # Figure 7 of the paper, read off the figure (reference/paper.md §7): % of the TP baseline.
-FIGURE7 = {"gpt-22b": (66.8, 49.4, 16.1, 7.5), "gpt3-175b": (61.9, 56.6, 18.4, 8.5),
-           "mt-nlg-530b": (58.3, 61.9, 20.2, 9.3), "gpt-1t": (58.3, 61.9, 20.2, 9.3)}
+FIGURE7 = {
+    "gpt-22b": (66.8, 49.4, 16.1, 7.5),
+    "gpt3-175b": (61.9, 56.6, 18.4, 8.5),
+    "mt-nlg-530b": (58.3, 61.9, 20.2, 9.3),
+    "gpt-1t": (58.3, 61.9, 20.2, 9.3),
+}
 # The figure is the ratio of Table 2 rows (paper.md §7 [derived]); the full-recompute bar is
 # read ~0.1-0.2 pt low off the pixels, so that column is checked against the ratio itself.
 FIGURE7_DERIVED_FULL = {"gpt-22b": 7.6, "gpt3-175b": 8.7, "mt-nlg-530b": 9.5, "gpt-1t": 9.5}
@@ -70,8 +83,14 @@ FIGURE7_DERIVED_FULL = {"gpt-22b": 7.6, "gpt3-175b": 8.7, "mt-nlg-530b": 9.5, "g
 @pytest.mark.parametrize("name", PAPER_MODELS)
 def test_figure7_percentages(workloads, name):
     w = workloads[name]
-    per = {row: activation_per_layer_bytes(w.model, dataclasses.replace(
-        w.parallel, recompute=row[0], sequence_parallel=row[1]), w.training.micro_batch) for row in ROWS}
+    per = {
+        row: activation_per_layer_bytes(
+            w.model,
+            dataclasses.replace(w.parallel, recompute=row[0], sequence_parallel=row[1]),
+            w.training.micro_batch,
+        )
+        for row in ROWS
+    }
     base = per[("none", False)]
     pct = [100 * per[r] / base for r in ROWS[1:]]
     sp, sel, both, _ = FIGURE7[name]
@@ -84,7 +103,14 @@ def test_figure7_percentages(workloads, name):
 @pytest.mark.parametrize("name", PAPER_MODELS)
 def test_first_stage_layer_activations_equal_eq6_with_interleave_factor(workloads, name):
     w = workloads[name]
-    m, s, b, h, t, p = w.model, w.model.seq_len, w.training.micro_batch, w.model.hidden, w.parallel.tp, w.parallel.pp
+    m, s, b, h, t, p = (
+        w.model,
+        w.model.seq_len,
+        w.training.micro_batch,
+        w.model.hidden,
+        w.parallel.tp,
+        w.parallel.pp,
+    )
     v = w.parallel.chunks
     factor = 1 + (p - 1) / (p * v) if v > 1 else 1.0
     eq6 = 34 * s * b * h * m.layers / t * factor
@@ -94,21 +120,32 @@ def test_first_stage_layer_activations_equal_eq6_with_interleave_factor(workload
     # Eq. 5 (TP + SP, no recompute) with the same factor
     par5 = dataclasses.replace(w.parallel, recompute="none")
     eq5 = s * b * h * m.layers / t * (34 + 5 * m.heads * s / h) * factor
-    assert count * w.layers_per_chunk * activation_per_layer_bytes(m, par5, b) == pytest.approx(eq5, rel=1e-12)
+    assert count * w.layers_per_chunk * activation_per_layer_bytes(m, par5, b) == pytest.approx(
+        eq5, rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["gpt-22b", "gpt-1t"])
 def test_first_stage_extras_match_the_paper_for_plain_1f1b(workloads, name):
     """§4.3: extras (sbhL/t)(p/L + δ_{p=1}(4/L)(1 + v/h)) on top of Eq. 6."""
     w = workloads[name]
-    s, b, h, t, p, L, v = (w.model.seq_len, w.training.micro_batch, w.model.hidden, w.parallel.tp,
-                           w.parallel.pp, w.model.layers, w.model.vocab)
+    s, b, h, t, p, L, v = (
+        w.model.seq_len,
+        w.training.micro_batch,
+        w.model.hidden,
+        w.parallel.tp,
+        w.parallel.pp,
+        w.model.layers,
+        w.model.vocab,
+    )
     eq6 = 34 * s * b * h * L / t
     extra = s * b * h * L / t * (p / L + (4 / L) * (1 + v / h) * (p == 1))
     assert stage_activation_bytes(w, 0) == pytest.approx(eq6 + extra, rel=1e-12)
 
 
-@pytest.mark.parametrize("schedule_name,v", [("1f1b", 1), ("gpipe", 1), ("interleaved", 3), ("interleaved", 2)])
+@pytest.mark.parametrize(
+    "schedule_name,v", [("1f1b", 1), ("gpipe", 1), ("interleaved", 3), ("interleaved", 2)]
+)
 @pytest.mark.parametrize("p,m", [(4, 8), (8, 16), (4, 4)])
 def test_closed_form_in_flight_matches_the_schedule(schedule_name, v, p, m):
     stages = schedule.build(schedule_name, p, m, v)
@@ -121,13 +158,17 @@ PAPER_PARAMS_B = {"gpt-22b": 22.07, "gpt3-175b": 174.6, "mt-nlg-530b": 529.6, "g
 
 @pytest.mark.parametrize("name", PAPER_MODELS)
 def test_parameter_counts(workloads, name):
-    assert total_params(workloads[name].model) / 1e9 == pytest.approx(PAPER_PARAMS_B[name], rel=0.005)
+    assert total_params(workloads[name].model) / 1e9 == pytest.approx(
+        PAPER_PARAMS_B[name], rel=0.005
+    )
 
 
 @pytest.mark.parametrize("name", ["gpt3-175b", "mt-nlg-530b", "gpt-1t"])
 def test_tp_only_does_not_fit(workloads, hardware, name):
     w = workloads[name]
-    w = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, sequence_parallel=False, recompute="none"))
+    w = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, sequence_parallel=False, recompute="none")
+    )
     assert not memory_report(w, hardware).fits
 
 
@@ -139,17 +180,26 @@ def test_present_work_fits(workloads, hardware, name):
 def test_weights_18_bytes_or_distributed(workloads, hardware):
     w = workloads["gpt-22b"]
     r18 = memory_report(w, hardware).stages[0].weights_and_optimizer_bytes
-    dist = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=4, distributed_optimizer=True),
-                               training=dataclasses.replace(w.training, global_batch=16))
-    assert memory_report(dist, hardware).stages[0].weights_and_optimizer_bytes == pytest.approx(r18 * (6 + 3) / 18)
+    dist = dataclasses.replace(
+        w,
+        parallel=dataclasses.replace(w.parallel, dp=4, distributed_optimizer=True),
+        training=dataclasses.replace(w.training, global_batch=16),
+    )
+    assert memory_report(dist, hardware).stages[0].weights_and_optimizer_bytes == pytest.approx(
+        r18 * (6 + 3) / 18
+    )
 
 
 def test_output_deallocation_saves_sbh_per_in_flight_microbatch(workloads, hardware):
     """Appendix B: 530B first stage saves 2sbh x p bytes when SP is off (2.73 GiB)."""
     w = workloads["mt-nlg-530b"]
-    base = dataclasses.replace(w.parallel, sequence_parallel=False, recompute="full", schedule="1f1b", virtual_stages=1)
+    base = dataclasses.replace(
+        w.parallel, sequence_parallel=False, recompute="full", schedule="1f1b", virtual_stages=1
+    )
     on = dataclasses.replace(w, parallel=base)
-    off = dataclasses.replace(w, parallel=dataclasses.replace(base, deallocate_pipeline_outputs=False))
+    off = dataclasses.replace(
+        w, parallel=dataclasses.replace(base, deallocate_pipeline_outputs=False)
+    )
     saved = stage_activation_bytes(off, 0) - stage_activation_bytes(on, 0)
     assert saved / 2**30 == pytest.approx(2 * 2048 * 20480 * 35 / 2**30)
     assert round(saved / 2**30, 2) == 2.73

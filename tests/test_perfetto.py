@@ -62,14 +62,20 @@ def test_names_for_every_process_and_thread_used(traces, name):
     assert set(processes) == used
     assert all(processes[p] == f"stage {p}" for p in used)
     x_threads = {(e["pid"], e["tid"]) for e in _events(doc, "X")}
-    assert set(threads) == x_threads, "a thread name for each thread with spans, and no empty threads"
+    assert set(threads) == x_threads, (
+        "a thread name for each thread with spans, and no empty threads"
+    )
     assert all(threads[(p, t)] == {v: k for k, v in TIDS.items()}[t] for p, t in x_threads)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_one_track_per_stage_and_stream(traces, name):
     r, _, doc = traces[name]
-    meta = {(e["pid"], e["tid"]): e["args"]["name"] for e in _events(doc, "M") if e["name"] == "thread_name"}
+    meta = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in _events(doc, "M")
+        if e["name"] == "thread_name"
+    }
     tracks = {(e["pid"], meta[(e["pid"], e["tid"])]) for e in _events(doc, "X")}
     expected = {(s.stage, s.stream) for s in r.sim.spans}
     if name == "gpt-22b":  # op level: the TP collectives get their own track
@@ -113,15 +119,26 @@ def test_op_level_ops_nest_inside_their_chunk(traces):
     r, _, doc = traces["gpt-22b"]
     xs = _events(doc, "X")
     chunks = [e for e in xs if e["tid"] == TIDS["compute"] and e["args"]["layers"] > 1]
-    ops = [e for e in xs if e["tid"] == TIDS["compute"] and e["args"]["layers"] <= 1 and e["cat"] != "optimizer"]
+    ops = [
+        e
+        for e in xs
+        if e["tid"] == TIDS["compute"] and e["args"]["layers"] <= 1 and e["cat"] != "optimizer"
+    ]
     tp = [e for e in xs if e["tid"] == TIDS["tp_comm"]]
     assert len(chunks) == 2 and ops and tp
     for c in chunks:
-        inside = [o for o in ops if c["ts"] <= o["ts"] and o["ts"] + o["dur"] <= c["ts"] + c["dur"]
-                  and o["args"]["microbatch"] == c["args"]["microbatch"]]
+        inside = [
+            o
+            for o in ops
+            if c["ts"] <= o["ts"]
+            and o["ts"] + o["dur"] <= c["ts"] + c["dur"]
+            and o["args"]["microbatch"] == c["args"]["microbatch"]
+        ]
         assert inside, c
         layers = {o["args"]["first_layer"] for o in inside if o["args"]["first_layer"] >= 0}
-        assert layers == set(range(c["args"]["first_layer"], c["args"]["first_layer"] + c["args"]["layers"]))
+        assert layers == set(
+            range(c["args"]["first_layer"], c["args"]["first_layer"] + c["args"]["layers"])
+        )
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -13,14 +13,29 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simsp.cli import main as cli_main
 from simsp import sweep
+from simsp.cli import main as cli_main
 from simsp.workload import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_175B = ROOT / "workloads" / "sweeps" / "gpt3-175b-64gpu.yaml"
-REQUIRED = ("hardware", "tp", "pp", "dp", "sp", "recompute", "micro_batch", "schedule", "virtual_stages",
-            "iteration_time_s", "mfu", "hfu", "tokens_per_s", "peak_bytes", "fits")
+REQUIRED = (
+    "hardware",
+    "tp",
+    "pp",
+    "dp",
+    "sp",
+    "recompute",
+    "micro_batch",
+    "schedule",
+    "virtual_stages",
+    "iteration_time_s",
+    "mfu",
+    "hfu",
+    "tokens_per_s",
+    "peak_bytes",
+    "fits",
+)
 
 
 def write_spec(folder: Path, grid: dict, workload=None, **extra) -> Path:
@@ -28,8 +43,13 @@ def write_spec(folder: Path, grid: dict, workload=None, **extra) -> Path:
     if isinstance(workload, dict):
         (folder / "w.yaml").write_text(yaml.safe_dump(workload))
         workload = "w.yaml"
-    data = {"workload": workload or str(ROOT / "workloads" / "gpt3-175b.yaml"),
-            "hardware": [str(ROOT / "hardware" / "dgx-a100-80gb.yaml")], "gpus": 64, "grid": grid, **extra}
+    data = {
+        "workload": workload or str(ROOT / "workloads" / "gpt3-175b.yaml"),
+        "hardware": [str(ROOT / "hardware" / "dgx-a100-80gb.yaml")],
+        "gpus": 64,
+        "grid": grid,
+        **extra,
+    }
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -62,22 +82,53 @@ def test_enumeration_is_valid_distinct_and_fills_dp():
     # the inherited interleaved schedule falls back to 1F1B where it cannot run (pp = 1 at least)
     pp1 = [c for c in configs if c.workload.parallel.pp == 1]
     assert pp1 and all(c.workload.parallel.schedule == "1f1b" for c in pp1)
-    wanted = dict(tp="8", pp="8", dp="1", sp="true", recompute="selective", micro_batch="1", global_batch="64",
-                  schedule="interleaved", virtual_stages="3")
-    paper = [c for c in configs if all(dict(zip(sweep.KEY_COLUMNS, c.key))[k] == v for k, v in wanted.items())]
+    wanted = dict(
+        tp="8",
+        pp="8",
+        dp="1",
+        sp="true",
+        recompute="selective",
+        micro_batch="1",
+        global_batch="64",
+        schedule="interleaved",
+        virtual_stages="3",
+    )
+    paper = [
+        c
+        for c in configs
+        if all(dict(zip(sweep.KEY_COLUMNS, c.key))[k] == v for k, v in wanted.items())
+    ]
     assert len(paper) == 1
 
 
 def test_explicit_schedule_grid_skips_invalid_interleaving(tmp_path):
-    spec = sweep.load_spec(write_spec(tmp_path, {"tp": [8], "pp": [1, 2, 8], "schedule": ["1f1b", "interleaved"],
-                                                 "virtual_stages": [1, 2, 3]}))
+    spec = sweep.load_spec(
+        write_spec(
+            tmp_path,
+            {
+                "tp": [8],
+                "pp": [1, 2, 8],
+                "schedule": ["1f1b", "interleaved"],
+                "virtual_stages": [1, 2, 3],
+            },
+        )
+    )
     configs, counts = sweep.enumerate_configs(spec)
-    got = sorted((c.workload.parallel.pp, c.workload.parallel.schedule, c.workload.parallel.virtual_stages)
-                 for c in configs)
+    got = sorted(
+        (c.workload.parallel.pp, c.workload.parallel.schedule, c.workload.parallel.virtual_stages)
+        for c in configs
+    )
     # pp=1 interleaved is invalid (skipped: the grid asks for it, so no fallback); interleaved v=1 is
     # 1F1B (deduped); 1F1B ignores virtual_stages (deduped)
-    assert got == [(1, "1f1b", 1), (2, "1f1b", 1), (2, "interleaved", 2), (2, "interleaved", 3),
-                   (8, "1f1b", 1), (8, "interleaved", 2), (8, "interleaved", 3)]
+    assert got == [
+        (1, "1f1b", 1),
+        (2, "1f1b", 1),
+        (2, "interleaved", 2),
+        (2, "interleaved", 3),
+        (8, "1f1b", 1),
+        (8, "interleaved", 2),
+        (8, "interleaved", 3),
+    ]
     assert counts.fallback == 0
     assert counts.grid_points == counts.configs + counts.invalid + counts.duplicates
 
@@ -88,17 +139,20 @@ def test_tp_pp_not_dividing_gpus_is_invalid(tmp_path):
     assert [c.workload.parallel.pp for c in configs] == [8] and counts.invalid == 1
 
 
-@pytest.mark.parametrize("change,words", [
-    ({"grid": {"tp": [8], "tpp": [2]}}, ["grid.tpp", "unknown grid key"]),
-    ({"grid": {"tp": [0]}}, ["grid.tp", "positive integer"]),
-    ({"grid": {"recompute": ["some"]}}, ["grid.recompute", "must be one of"]),
-    ({"grid": {"sp": ["yes"]}}, ["grid.sp", "true or false"]),
-    ({"grid": {"sp": [True], "sequence_parallel": [False]}}, ["grid", "twice"]),
-    ({"gpus": 0}, ["gpus", "positive"]),
-    ({"workload": "nowhere.yaml"}, ["workload", "no such file"]),
-    ({"colour": "red"}, ["colour", "unknown key"]),
-    ({"keep": 2}, ["keep", "fraction"]),
-])
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        ({"grid": {"tp": [8], "tpp": [2]}}, ["grid.tpp", "unknown grid key"]),
+        ({"grid": {"tp": [0]}}, ["grid.tp", "positive integer"]),
+        ({"grid": {"recompute": ["some"]}}, ["grid.recompute", "must be one of"]),
+        ({"grid": {"sp": ["yes"]}}, ["grid.sp", "true or false"]),
+        ({"grid": {"sp": [True], "sequence_parallel": [False]}}, ["grid", "twice"]),
+        ({"gpus": 0}, ["gpus", "positive"]),
+        ({"workload": "nowhere.yaml"}, ["workload", "no such file"]),
+        ({"colour": "red"}, ["colour", "unknown key"]),
+        ({"keep": 2}, ["keep", "fraction"]),
+    ],
+)
 def test_bad_spec_is_one_line_and_exit_2(tmp_path, capsys, change, words):
     path = write_spec(tmp_path, {"tp": [8]})
     data = yaml.safe_load(path.read_text())
@@ -121,12 +175,26 @@ SMALL = {"tp": [8], "pp": [4, 8], "sp": [True], "recompute": ["selective", "full
 
 def test_csv_columns_and_values(tmp_path):
     out = tmp_path / "rows.csv"
-    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--out", str(out), "--jobs", "1",
-                             "--no-progress"]) == 0
+    assert (
+        cli_main(
+            [
+                "sweep",
+                str(write_spec(tmp_path, SMALL)),
+                "--out",
+                str(out),
+                "--jobs",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     header = out.read_text().splitlines()[0].split(",")
     assert tuple(header) == sweep.COLUMNS and set(REQUIRED) <= set(header)
     rows = rows_of(out)
-    assert len(rows) == 4 and all(r["tier"] == "event" and r["fits"] in ("true", "false") for r in rows)
+    assert len(rows) == 4 and all(
+        r["tier"] == "event" and r["fits"] in ("true", "false") for r in rows
+    )
     for r in rows:
         assert int(r["tp"]) * int(r["pp"]) * int(r["dp"]) == 64
         assert float(r["mfu"]) < float(r["hfu"])  # recompute counted in HFU only
@@ -136,9 +204,19 @@ def test_csv_columns_and_values(tmp_path):
 def test_paper_setting_row_equals_simsp_run_and_best_is_no_slower(tmp_path, workloads, hardware):
     from simsp.report import run
 
-    grid = {"tp": [4, 8], "pp": [4, 8], "sp": [True, False], "recompute": ["selective", "full"], "micro_batch": [1]}
+    grid = {
+        "tp": [4, 8],
+        "pp": [4, 8],
+        "sp": [True, False],
+        "recompute": ["selective", "full"],
+        "micro_batch": [1],
+    }
     outcome = sweep.run_sweep(sweep.load_spec(write_spec(tmp_path, grid)), jobs=1, progress=False)
-    paper = [r for r in outcome.rows if sweep.describe_row(r) == "tp=8 pp=8 dp=1 sp=on selective interleaved v=3 b=1 B=64"]
+    paper = [
+        r
+        for r in outcome.rows
+        if sweep.describe_row(r) == "tp=8 pp=8 dp=1 sp=on selective interleaved v=3 b=1 B=64"
+    ]
     assert len(paper) == 1
     expected = run(workloads["gpt3-175b"], hardware).to_dict()
     assert float(paper[0]["iteration_time_s"]) == expected["iteration_time_s"]
@@ -147,16 +225,32 @@ def test_paper_setting_row_equals_simsp_run_and_best_is_no_slower(tmp_path, work
     top = sweep.best(outcome.rows, 3)
     assert float(top[0]["iteration_time_s"]) <= expected["iteration_time_s"]
     assert all(r["fits"] == "true" for r in top)
-    assert [float(r["iteration_time_s"]) for r in top] == sorted(float(r["iteration_time_s"]) for r in top)
+    assert [float(r["iteration_time_s"]) for r in top] == sorted(
+        float(r["iteration_time_s"]) for r in top
+    )
 
 
-SLOW_WORKLOAD = {"name": "gpt3-175b-b512", "model": {"layers": 96, "hidden": 12288, "heads": 96, "seq_len": 2048,
-                                                      "vocab": 51200},
-                 "training": {"global_batch": 384, "micro_batch": 1},
-                 "parallel": {"tp": 8, "pp": 8, "dp": 1, "sequence_parallel": True, "recompute": "selective",
-                              "schedule": "interleaved", "virtual_stages": 3}}
-SLOW_GRID = {"tp": [8], "pp": [8], "sp": [True, False], "recompute": ["none", "selective", "full"],
-             "micro_batch": [1, 2]}
+SLOW_WORKLOAD = {
+    "name": "gpt3-175b-b512",
+    "model": {"layers": 96, "hidden": 12288, "heads": 96, "seq_len": 2048, "vocab": 51200},
+    "training": {"global_batch": 384, "micro_batch": 1},
+    "parallel": {
+        "tp": 8,
+        "pp": 8,
+        "dp": 1,
+        "sequence_parallel": True,
+        "recompute": "selective",
+        "schedule": "interleaved",
+        "virtual_stages": 3,
+    },
+}
+SLOW_GRID = {
+    "tp": [8],
+    "pp": [8],
+    "sp": [True, False],
+    "recompute": ["none", "selective", "full"],
+    "micro_batch": [1, 2],
+}
 
 
 def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
@@ -164,10 +258,17 @@ def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
     reference = sweep.run_sweep(sweep.load_spec(spec_path), jobs=1, progress=False).rows
     assert len(reference) == 12
     out = tmp_path / "killed.csv"
-    code = (f"import sys; from simsp.cli import main; "
-            f"sys.exit(main(['sweep', {str(spec_path)!r}, '--out', {str(out)!r}, '--jobs', '1', '--no-progress']))")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = (
+        f"import sys; from simsp.cli import main; "
+        f"sys.exit(main(['sweep', {str(spec_path)!r}, '--out', {str(out)!r}, '--jobs', '1', '--no-progress']))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         if out.exists() and out.read_text().count("\n") >= 4:  # header + 3 rows
@@ -186,7 +287,7 @@ def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
     keys = [key(r) for r in final]
     assert len(keys) == len(set(keys)) == 12
     assert sorted(tuple(r.values()) for r in final) == sorted(tuple(r.values()) for r in reference)
-    assert final[:len(partial)] == partial  # earlier rows untouched
+    assert final[: len(partial)] == partial  # earlier rows untouched
 
 
 def test_rerun_of_a_finished_sweep_adds_nothing(tmp_path):
@@ -195,13 +296,21 @@ def test_rerun_of_a_finished_sweep_adds_nothing(tmp_path):
     sweep.run_sweep(spec, str(out), jobs=1, progress=False)
     before = out.read_text()
     again = sweep.run_sweep(spec, str(out), jobs=1, progress=False)
-    assert out.read_text() == before and again.simulated == 0 and again.resumed == 4 and len(again.rows) == 4
+    assert (
+        out.read_text() == before
+        and again.simulated == 0
+        and again.resumed == 4
+        and len(again.rows) == 4
+    )
 
 
 def test_output_with_other_columns_is_refused(tmp_path, capsys):
     out = tmp_path / "rows.csv"
     out.write_text("a,b\n1,2\n")
-    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--out", str(out), "--no-progress"]) == 2
+    assert (
+        cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--out", str(out), "--no-progress"])
+        == 2
+    )
     assert "other columns" in capsys.readouterr().err
     assert out.read_text() == "a,b\n1,2\n"
 
@@ -212,7 +321,11 @@ def test_parquet_output_and_resume(tmp_path):
     spec = sweep.load_spec(write_spec(tmp_path, SMALL))
     first = sweep.run_sweep(spec, str(out), jobs=1, progress=False)
     table = pq.read_table(out).to_pylist()
-    assert len(table) == 4 and isinstance(table[0]["iteration_time_s"], float) and isinstance(table[0]["fits"], bool)
+    assert (
+        len(table) == 4
+        and isinstance(table[0]["iteration_time_s"], float)
+        and isinstance(table[0]["fits"], bool)
+    )
     assert not (tmp_path / "rows.parquet.partial.csv").exists()
     again = sweep.run_sweep(spec, str(out), jobs=1, progress=False)
     assert again.simulated == 0 and sorted(map(key, again.rows)) == sorted(map(key, first.rows))
@@ -222,20 +335,31 @@ def test_dask_executor_matches_local(tmp_path):
     distributed = pytest.importorskip("distributed")
     spec = sweep.load_spec(write_spec(tmp_path, SMALL))
     local = sweep.run_sweep(spec, jobs=1, progress=False).rows
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
-                                  protocol="tcp") as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None, protocol="tcp"
+    ) as cluster:
         address = cluster.scheduler_address.split("://", 1)[1]
         remote = sweep.run_sweep(spec, executor=f"dask://{address}", progress=False).rows
     assert remote == local
 
 
 def test_unknown_executor_is_an_input_error(tmp_path, capsys):
-    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--executor", "spark://x", "--no-progress"]) == 2
+    assert (
+        cli_main(
+            ["sweep", str(write_spec(tmp_path, SMALL)), "--executor", "spark://x", "--no-progress"]
+        )
+        == 2
+    )
     assert "local or dask://HOST:PORT" in capsys.readouterr().err
 
 
 def test_screen_simulates_the_best_quarter_of_those_that_fit(tmp_path):
-    grid = {"tp": [4, 8], "pp": [4, 8, 16], "sp": [True, False], "recompute": ["none", "selective", "full"]}
+    grid = {
+        "tp": [4, 8],
+        "pp": [4, 8, 16],
+        "sp": [True, False],
+        "recompute": ["none", "selective", "full"],
+    }
     spec = sweep.load_spec(write_spec(tmp_path, grid))
     out = tmp_path / "screen.csv"
     outcome = sweep.run_sweep(spec, str(out), jobs=1, screening=True, progress=False)
@@ -243,13 +367,21 @@ def test_screen_simulates_the_best_quarter_of_those_that_fit(tmp_path):
     assert len(rows) == outcome.counts.configs == len({key(r) for r in rows})
     fitting = [r for r in rows if r["fits"] == "true"]
     events = [r for r in rows if r["tier"] == "event"]
-    assert len(events) == math.ceil(0.25 * len(fitting)) and all(r["fits"] == "true" for r in events)
+    assert len(events) == math.ceil(0.25 * len(fitting)) and all(
+        r["fits"] == "true" for r in events
+    )
     # the event-simulated ones are the best by closed-form time, and the closed form is within 2%
     analytic = {key(r): r for r in sweep.screen(sweep.enumerate_configs(spec)[0], 1.0)[0]}
     worst_event = max(float(analytic[key(r)]["iteration_time_s"]) for r in events)
-    assert all(float(analytic[key(r)]["iteration_time_s"]) >= worst_event for r in fitting if r["tier"] == "analytic")
+    assert all(
+        float(analytic[key(r)]["iteration_time_s"]) >= worst_event
+        for r in fitting
+        if r["tier"] == "analytic"
+    )
     for r in events:
-        assert float(analytic[key(r)]["iteration_time_s"]) == pytest.approx(float(r["iteration_time_s"]), rel=0.02)
+        assert float(analytic[key(r)]["iteration_time_s"]) == pytest.approx(
+            float(r["iteration_time_s"]), rel=0.02
+        )
     # rows not simulated are the closed-form rows, to the digit
     assert all(r == analytic[key(r)] for r in rows if r["tier"] == "analytic")
 
@@ -269,10 +401,24 @@ def test_register_adds_both_commands():
 
     top = _Parser(prog="simsp")
     sweep.register(top.add_subparsers(dest="command", parser_class=_Parser))
-    args = top.parse_args(["sweep", "s.yaml", "--screen", "--keep", "0.5", "--executor", "dask://h:8786"])
-    assert (args.func, args.screen, args.keep, args.executor) == (sweep.cmd_sweep, True, 0.5, "dask://h:8786")
-    args = top.parse_args(["compare", "w.yaml", "--hardware", "a.yaml", "b.yaml", "--tp", "4", "--json"])
-    assert (args.func, args.hardware, args.tp, args.json) == (sweep.cmd_compare, ["a.yaml", "b.yaml"], 4, True)
+    args = top.parse_args(
+        ["sweep", "s.yaml", "--screen", "--keep", "0.5", "--executor", "dask://h:8786"]
+    )
+    assert (args.func, args.screen, args.keep, args.executor) == (
+        sweep.cmd_sweep,
+        True,
+        0.5,
+        "dask://h:8786",
+    )
+    args = top.parse_args(
+        ["compare", "w.yaml", "--hardware", "a.yaml", "b.yaml", "--tp", "4", "--json"]
+    )
+    assert (args.func, args.hardware, args.tp, args.json) == (
+        sweep.cmd_compare,
+        ["a.yaml", "b.yaml"],
+        4,
+        True,
+    )
     assert sweep.dask_address("dask://h:8786") == "tcp://h:8786"
 
 
@@ -310,7 +456,10 @@ def test_compare_one_row_per_hardware(tmp_path, capsys):
 def test_compare_bad_hardware_is_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [")
-    assert cli_main(["compare", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(bad)]) == 2
+    assert (
+        cli_main(["compare", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(bad)])
+        == 2
+    )
     assert "not valid YAML" in capsys.readouterr().err
 
 
@@ -323,9 +472,15 @@ def render(spec: dict) -> str:
 
 
 def test_pareto_figure_is_a_valid_plotly_figure(tmp_path):
-    grid = {"tp": [4, 8], "pp": [4, 8], "sp": [True, False], "recompute": ["none", "selective", "full"]}
-    rows = sweep.run_sweep(sweep.load_spec(write_spec(tmp_path, grid)), screening=True, keep=0.01,
-                           progress=False).rows
+    grid = {
+        "tp": [4, 8],
+        "pp": [4, 8],
+        "sp": [True, False],
+        "recompute": ["none", "selective", "full"],
+    }
+    rows = sweep.run_sweep(
+        sweep.load_spec(write_spec(tmp_path, grid)), screening=True, keep=0.01, progress=False
+    ).rows
     spec = sweep.pareto_figure(rows, "175B")
     html = render(spec)
     assert "Pareto front" in html and "HBM 80 GiB" in html
@@ -335,20 +490,37 @@ def test_pareto_figure_is_a_valid_plotly_figure(tmp_path):
     assert any("tp=8 pp=8" in text for t in spec["data"] if "text" in t for text in t["text"])
     front = sweep.pareto_front(rows)
     for r in front:  # nothing that fits beats a front point on both axes
-        assert not any(o["fits"] == "true" and int(o["peak_bytes"]) < int(r["peak_bytes"])
-                       and float(o["iteration_time_s"]) < float(r["iteration_time_s"]) for o in rows)
+        assert not any(
+            o["fits"] == "true"
+            and int(o["peak_bytes"]) < int(r["peak_bytes"])
+            and float(o["iteration_time_s"]) < float(r["iteration_time_s"])
+            for o in rows
+        )
     json.dumps(spec)  # plain data
 
 
 def test_pareto_option_writes_a_page(tmp_path):
     page = tmp_path / "pareto.html"
-    assert cli_main(["sweep", str(write_spec(tmp_path, SMALL)), "--screen", "--pareto", str(page),
-                             "--no-progress"]) == 0
+    assert (
+        cli_main(
+            [
+                "sweep",
+                str(write_spec(tmp_path, SMALL)),
+                "--screen",
+                "--pareto",
+                str(page),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     text = page.read_text()
     assert "<html" in text.lower() and "Pareto" in text and "iteration time" in text
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "workloads" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "workloads" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem
+)
 def test_shipped_specs_load_and_enumerate(path):
     configs, counts = sweep.enumerate_configs(sweep.load_spec(path))
     assert configs and counts.grid_points == counts.configs + counts.invalid + counts.duplicates
@@ -363,7 +535,9 @@ def test_several_hardware_files_give_a_row_each(tmp_path):
     by_hw = {}
     for r in rows:
         by_hw.setdefault(r["hardware"], []).append(r)
-    assert sorted(by_hw) == ["dgx-a100-40gb", "dgx-a100-80gb"] and all(len(v) == 2 for v in by_hw.values())
+    assert sorted(by_hw) == ["dgx-a100-40gb", "dgx-a100-80gb"] and all(
+        len(v) == 2 for v in by_hw.values()
+    )
     for a, b in zip(by_hw["dgx-a100-80gb"], by_hw["dgx-a100-40gb"]):
         assert a["iteration_time_s"] == b["iteration_time_s"] and a["peak_bytes"] == b["peak_bytes"]
         assert int(b["capacity_bytes"]) * 2 == int(a["capacity_bytes"])

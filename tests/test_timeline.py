@@ -8,8 +8,19 @@ import sys
 import pytest
 
 from simsp.cli import main
-from simsp.timeline import (BAR_BUDGET, KIND_STYLE, choose_view, expand, expand_span, expanded_count, figure,
-                            idle_spans, memory_lines, merge_runs, timeline_html)
+from simsp.timeline import (
+    BAR_BUDGET,
+    KIND_STYLE,
+    choose_view,
+    expand,
+    expand_span,
+    expanded_count,
+    figure,
+    idle_spans,
+    memory_lines,
+    merge_runs,
+    timeline_html,
+)
 from simsp.trace import Span
 from simsp.units import GIB
 from tests.conftest import ROOT
@@ -26,8 +37,15 @@ def _bar_traces(fig):
     return [t for t in fig.data if t.type == "bar"]
 
 
-@pytest.mark.parametrize("name,level", [("gpt-22b", "op"), ("gpt3-175b", "chunk"), ("mt-nlg-530b", "aggregated"),
-                                        ("gpt-1t", "aggregated")])
+@pytest.mark.parametrize(
+    "name,level",
+    [
+        ("gpt-22b", "op"),
+        ("gpt3-175b", "chunk"),
+        ("mt-nlg-530b", "aggregated"),
+        ("gpt-1t", "aggregated"),
+    ],
+)
 def test_level_of_detail_follows_the_bar_budget(results, name, level):
     view = choose_view(results(name))
     assert view.level == level
@@ -50,7 +68,15 @@ def test_chunk_level_draws_every_span_and_the_bubbles(results):
     r = results("gpt3-175b")
     view = choose_view(r)
     kinds = {b.kind for b in view.bars}
-    assert {"forward", "backward", "tp_comm", "pp_send", "dp_allreduce", "optimizer", "idle"} <= kinds
+    assert {
+        "forward",
+        "backward",
+        "tp_comm",
+        "pp_send",
+        "dp_allreduce",
+        "optimizer",
+        "idle",
+    } <= kinds
     assert set(r.sim.spans) <= set(view.bars)
     assert {(b.stage, b.stream) for b in view.bars} >= {(s, "tp_comm") for s in range(r.plan.p)}
 
@@ -59,10 +85,19 @@ def test_page_is_self_contained_plotly(results):
     html = timeline_html(results("gpt3-175b"))
     assert 'id="simsp-timeline"' in html and 'class="plotly-graph-div"' in html
     assert "Plotly.newPlot" in html
-    assert not re.search(r"<script[^>]+src=", html), "plotly.js must be inline, the page has to open offline"
+    assert not re.search(r"<script[^>]+src=", html), (
+        "plotly.js must be inline, the page has to open offline"
+    )
     assert "<title>simsp timeline: gpt3-175b on dgx-a100-80gb</title>" in html
     plain = html.replace("\\u002f", "/").replace("\\/", "/")  # plotly escapes '/' inside <script>
-    for label in ("forward", "backward", "PP send", "TP comm", "idle / bubble", "capacity (80 GiB)"):
+    for label in (
+        "forward",
+        "backward",
+        "PP send",
+        "TP comm",
+        "idle / bubble",
+        "capacity (80 GiB)",
+    ):
         assert len(re.findall(r'"name":\s*"' + re.escape(label) + '"', plain)) == 1, label
 
 
@@ -101,7 +136,9 @@ def test_forward_span_expands_into_its_layers_ops(results):
     tp = [o for o in ops if o.stream == "tp_comm"]
     per_layer = sum(1 for e in lt.entries if e.phase == "forward" and e.stream == "compute")
     assert len(compute) == per_layer * span.layers
-    assert {o.first_layer for o in ops} == set(range(span.first_layer, span.first_layer + span.layers))
+    assert {o.first_layer for o in ops} == set(
+        range(span.first_layer, span.first_layer + span.layers)
+    )
     assert all(span.start_s - 1e-12 <= o.start_s and o.end_s <= span.end_s + 1e-12 for o in ops)
     exposed = sum(o.dur_s for o in tp)  # forward collectives block compute
     assert sum(o.dur_s for o in compute) + exposed == pytest.approx(span.dur_s, rel=1e-9)
@@ -124,12 +161,16 @@ def test_first_and_last_chunks_show_embedding_and_output_layer(results):
     r = results("gpt3-175b")
     last_vs = r.plan.p * r.plan.v - 1
     first = next(s for s in r.sim.spans if s.kind == "forward" and s.stage == 0 and s.chunk == 0)
-    last = next(s for s in r.sim.spans if s.kind == "forward" and s.chunk * r.plan.p + s.stage == last_vs)
+    last = next(
+        s for s in r.sim.spans if s.kind == "forward" and s.chunk * r.plan.p + s.stage == last_vs
+    )
     f_ops, l_ops = expand_span(r.plan, first), expand_span(r.plan, last)
     assert f_ops[0].kind == "embedding" and f_ops[0].start_s == first.start_s
     assert l_ops[-1].kind == "embedding" and l_ops[-1].end_s == pytest.approx(last.end_s, rel=1e-12)
     c = r.plan.chunks[0]
-    assert f_ops[0].dur_s == pytest.approx(c.forward_s - first.layers * r.plan.layer.forward_s, rel=1e-9)
+    assert f_ops[0].dur_s == pytest.approx(
+        c.forward_s - first.layers * r.plan.layer.forward_s, rel=1e-9
+    )
     middle = next(s for s in r.sim.spans if s.kind == "forward" and s.stage == 3)
     assert all(o.kind != "embedding" for o in expand_span(r.plan, middle))
 
@@ -147,8 +188,11 @@ def test_idle_fills_what_the_streams_leave(results):
     end = r.iteration_time_s
     idle = idle_spans(r.sim.spans, end)
     for stage in range(r.plan.p):
-        busy = sorted((s.start_s, s.end_s) for s in r.sim.spans
-                      if s.stage == stage and s.stream in ("compute", "pp_comm", "dp_comm"))
+        busy = sorted(
+            (s.start_s, s.end_s)
+            for s in r.sim.spans
+            if s.stage == stage and s.stream in ("compute", "pp_comm", "dp_comm")
+        )
         covered, cursor = 0.0, 0.0
         for a, b in busy:
             covered += max(0.0, b - max(a, cursor))
@@ -158,12 +202,21 @@ def test_idle_fills_what_the_streams_leave(results):
 
 
 def test_merge_runs_joins_close_compute_spans_only():
-    spans = [Span(0, "compute", "forward", "F0", 0.0, 1.0, 0), Span(0, "compute", "forward", "F1", 1.05, 1.0, 1),
-             Span(0, "compute", "backward", "B0", 2.1, 2.0, 0), Span(0, "compute", "backward", "B1", 9.0, 2.0, 1),
-             Span(0, "compute", "optimizer", "opt", 11.0, 0.5), Span(1, "compute", "forward", "F0", 0.5, 1.0, 0)]
+    spans = [
+        Span(0, "compute", "forward", "F0", 0.0, 1.0, 0),
+        Span(0, "compute", "forward", "F1", 1.05, 1.0, 1),
+        Span(0, "compute", "backward", "B0", 2.1, 2.0, 0),
+        Span(0, "compute", "backward", "B1", 9.0, 2.0, 1),
+        Span(0, "compute", "optimizer", "opt", 11.0, 0.5),
+        Span(1, "compute", "forward", "F0", 0.5, 1.0, 0),
+    ]
     out = merge_runs(spans, gap_s=0.2)
     assert [(s.stage, s.kind, s.start_s, s.end_s) for s in out] == [
-        (0, "mixed", 0.0, 4.1), (0, "backward", 9.0, 11.0), (0, "optimizer", 11.0, 11.5), (1, "forward", 0.5, 1.5)]
+        (0, "mixed", 0.0, 4.1),
+        (0, "backward", 9.0, 11.0),
+        (0, "optimizer", 11.0, 11.5),
+        (1, "forward", 0.5, 1.5),
+    ]
     assert "3 spans merged" in out[0].name
 
 
@@ -196,10 +249,13 @@ def test_cli_writes_timeline_and_trace(tmp_path, capsys):
 
 def test_only_timeline_imports_plotly():
     code = "import sys, simsp.perfetto, simsp.report; print('plotly' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False", "simsp.perfetto must not pull in plotly"
 
 
 def test_every_kind_has_a_style():
     from simsp.trace import KINDS
+
     assert set(KINDS) <= set(KIND_STYLE)

@@ -21,11 +21,13 @@ from simsp.errors import InputError
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 VTRAIN = SHARED / "data" / "vtrain"
-needs_shared = pytest.mark.skipif(not (VTRAIN / "ground_truth_single.csv").exists(),
-                                  reason="../shared/data/vtrain not present")
+needs_shared = pytest.mark.skipif(
+    not (VTRAIN / "ground_truth_single.csv").exists(), reason="../shared/data/vtrain not present"
+)
 
 
 # ------------------------------------------------------------------ derived data
+
 
 @needs_shared
 @pytest.mark.parametrize("kind", ["single", "multi"])
@@ -40,7 +42,11 @@ def test_derived_rows_match_the_shared_csv_row_for_row(kind):
 @needs_shared
 def test_shipped_files_are_what_derive_vtrain_writes(tmp_path):
     written = V.derive_vtrain(SHARED, tmp_path)
-    assert sorted(p.name for p in written) == ["vtrain_LICENSE", "vtrain_multi.csv", "vtrain_single.csv"]
+    assert sorted(p.name for p in written) == [
+        "vtrain_LICENSE",
+        "vtrain_multi.csv",
+        "vtrain_single.csv",
+    ]
     for p in written:
         assert p.read_bytes() == (V.DATA_DIR / p.name).read_bytes(), p.name
     # the data folder or the vtrain folder itself are accepted too
@@ -52,9 +58,17 @@ def test_derived_files_carry_their_provenance():
     for kind in ("single", "multi"):
         text = (V.DATA_DIR / f"vtrain_{kind}.csv").read_text()
         header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
-        for words in ("VIA-Research/vTrain", f"data/ground_truth_{kind}.csv",
-                      "f8dda8473a48b373b1d25f51f52d685bff5150c5", "MIT-style", "Megatron-DeepSpeed",
-                      "full activation recompute", "1f1b", "no gradient bucketing", "8 GPUs a node"):
+        for words in (
+            "VIA-Research/vTrain",
+            f"data/ground_truth_{kind}.csv",
+            "f8dda8473a48b373b1d25f51f52d685bff5150c5",
+            "MIT-style",
+            "Megatron-DeepSpeed",
+            "full activation recompute",
+            "1f1b",
+            "no gradient bucketing",
+            "8 GPUs a node",
+        ):
             assert words in header, (kind, words)
         assert "\ufeff" not in text and "\r" not in text
     assert "VIA Research Group at KAIST" in (V.DATA_DIR / "vtrain_LICENSE").read_text()
@@ -67,6 +81,7 @@ def test_derive_vtrain_names_a_folder_without_the_data(tmp_path):
 
 # ------------------------------------------------------------------ cases
 
+
 def test_every_vtrain_row_becomes_a_case_with_vtrains_settings():
     for kind, n in (("single", 1440), ("multi", 109)):
         cases, skipped = V.vtrain_cases(kind)
@@ -77,29 +92,46 @@ def test_every_vtrain_row_becomes_a_case_with_vtrains_settings():
             row = rows[int(c.name.split("-")[1]) - 1]
             w = c.workload
             assert Path(c.hardware).name == "vtrain-a100.yaml"
-            assert (w.parallel.recompute, w.parallel.schedule, w.parallel.sequence_parallel) == ("full", "1f1b", False)
+            assert (w.parallel.recompute, w.parallel.schedule, w.parallel.sequence_parallel) == (
+                "full",
+                "1f1b",
+                False,
+            )
             assert not w.parallel.overlap_dp_comm and not w.parallel.distributed_optimizer
             assert w.model.vocab == 51200 and w.model.ffn == 4 * w.model.hidden
-            assert (w.model.layers, w.model.hidden, w.model.heads, w.model.seq_len) == \
-                tuple(int(row[k]) for k in ("layers", "hidden", "heads", "seq_len"))
-            assert (w.training.global_batch, w.training.micro_batch) == (int(row["global_batch"]), int(row["micro_batch"]))
-            assert (w.parallel.tp, w.parallel.pp, w.parallel.dp) == tuple(int(row[k]) for k in ("tp", "pp", "dp"))
+            assert (w.model.layers, w.model.hidden, w.model.heads, w.model.seq_len) == tuple(
+                int(row[k]) for k in ("layers", "hidden", "heads", "seq_len")
+            )
+            assert (w.training.global_batch, w.training.micro_batch) == (
+                int(row["global_batch"]),
+                int(row["micro_batch"]),
+            )
+            assert (w.parallel.tp, w.parallel.pp, w.parallel.dp) == tuple(
+                int(row[k]) for k in ("tp", "pp", "dp")
+            )
             assert w.parallel.gpus == int(row["gpus"])
             assert c.measured_s == pytest.approx(float(row["iteration_time_ms"]) / 1e3)
 
 
 def test_invalid_rows_are_skipped_and_counted(tmp_path):
-    header = "gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,tp,dp,pp,iteration_time_ms\n"
-    rows = ["2,16,8,1024,16,24,1024,1,1,2,372.1\n",       # valid
-            "3,16,8,1024,16,24,1024,3,1,1,100.0\n",       # tp 3 does not divide 16 heads
-            "4,16,8,1024,16,24,1024,1,1,2,100.0\n",       # gpus != tp x pp x dp
-            "4,10,4,1024,16,24,1024,1,2,2,100.0\n",       # 10 not a multiple of 4 x 2
-            "8,16,8,1024,16,25,1024,1,1,8,100.0\n"]       # 25 layers over 8 stages
+    header = (
+        "gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,tp,dp,pp,iteration_time_ms\n"
+    )
+    rows = [
+        "2,16,8,1024,16,24,1024,1,1,2,372.1\n",  # valid
+        "3,16,8,1024,16,24,1024,3,1,1,100.0\n",  # tp 3 does not divide 16 heads
+        "4,16,8,1024,16,24,1024,1,1,2,100.0\n",  # gpus != tp x pp x dp
+        "4,10,4,1024,16,24,1024,1,2,2,100.0\n",  # 10 not a multiple of 4 x 2
+        "8,16,8,1024,16,25,1024,1,1,8,100.0\n",
+    ]  # 25 layers over 8 stages
     (tmp_path / "vtrain_single.csv").write_text("# synthetic\n" + header + "".join(rows))
     cases, skipped = V.vtrain_cases("single", tmp_path)
     assert [c.name for c in cases] == ["single-0001"]
     assert [s.name for s in skipped] == ["single-0002", "single-0003", "single-0004", "single-0005"]
-    for s, words in zip(skipped, ("must divide model.heads", "tp x pp x dp", "micro_batch x dp", "pp x virtual_stages")):
+    for s, words in zip(
+        skipped,
+        ("must divide model.heads", "tp x pp x dp", "micro_batch x dp", "pp x virtual_stages"),
+    ):
         assert words in s.reason and s.set == "vtrain-single"
     v = V.Validation(("vtrain-single",), (V.CaseResult(cases[0], 0.4),), tuple(skipped), 0.0)
     assert v.summary()["sets"]["vtrain-single"]["skipped"] == 4
@@ -111,7 +143,9 @@ def test_paper_cases_are_table4_and_table5_on_the_papers_cluster():
     assert {Path(c.hardware).name for c in t4 + t5} == {"dgx-a100-80gb.yaml"}
     assert {c.quantity for c in t4} == {"layer_forward", "layer_backward"}
     assert {c.quantity for c in t5} == {"iteration"}
-    assert sum(c.measured_s for c in t5) == pytest.approx(1.42 + 1.10 + 18.13 + 13.75 + 49.05 + 37.83 + 94.42 + 71.49)
+    assert sum(c.measured_s for c in t5) == pytest.approx(
+        1.42 + 1.10 + 18.13 + 13.75 + 49.05 + 37.83 + 94.42 + 71.49
+    )
     assert len({c.name for c in t4 + t5}) == 18
 
 
@@ -123,6 +157,7 @@ def test_subset_is_deterministic_and_spread():
 
 # ------------------------------------------------------------------ metrics
 
+
 def _result(name, measured, predicted, set_="synthetic"):
     c = V.Case(set_, name, measured, None, "hw", description=name)
     return V.CaseResult(c, predicted)
@@ -130,18 +165,35 @@ def _result(name, measured, predicted, set_="synthetic"):
 
 def test_metrics_by_hand():
     # errors +10%, -20%, +5%, 0%
-    rs = [_result("a", 1.0, 1.1), _result("b", 2.0, 1.6), _result("c", 4.0, 4.2), _result("d", 0.5, 0.5)]
+    rs = [
+        _result("a", 1.0, 1.1),
+        _result("b", 2.0, 1.6),
+        _result("c", 4.0, 4.2),
+        _result("d", 0.5, 0.5),
+    ]
     assert [r.error for r in rs] == pytest.approx([0.10, -0.20, 0.05, 0.0])
     m = V.metrics([r.error for r in rs])
     assert m["n"] == 4
-    assert m["mape"] == pytest.approx((0.10 + 0.20 + 0.05 + 0.0) / 4)   # 0.0875
+    assert m["mape"] == pytest.approx((0.10 + 0.20 + 0.05 + 0.0) / 4)  # 0.0875
     assert m["max_abs_error"] == pytest.approx(0.20)
-    assert m["bias"] == pytest.approx((0.10 - 0.20 + 0.05 + 0.0) / 4)   # -0.0125
+    assert m["bias"] == pytest.approx((0.10 - 0.20 + 0.05 + 0.0) / 4)  # -0.0125
     assert [r.case.name for r in V.worst(rs, 3)] == ["b", "a", "c"]
     s = V.summarize(rs, [], ("synthetic", "empty"))["sets"]
-    assert s["synthetic"]["worst"][0] == {"case": "b", "description": "b", "measured_s": 2.0, "predicted_s": 1.6,
-                                          "error": pytest.approx(-0.2)}
-    assert s["empty"] == {"n": 0, "mape": None, "max_abs_error": None, "bias": None, "skipped": 0, "worst": []}
+    assert s["synthetic"]["worst"][0] == {
+        "case": "b",
+        "description": "b",
+        "measured_s": 2.0,
+        "predicted_s": 1.6,
+        "error": pytest.approx(-0.2),
+    }
+    assert s["empty"] == {
+        "n": 0,
+        "mape": None,
+        "max_abs_error": None,
+        "bias": None,
+        "skipped": 0,
+        "worst": [],
+    }
 
 
 def test_grouped_metrics_partition_the_set(subset_run):
@@ -177,7 +229,12 @@ def test_subset_runs_and_prints_its_figures(subset_run):
     v = subset_run
     print("\n" + V.table(v))
     counts = {name: sum(r.case.set == name for r in v.results) for name in V.SETS}
-    assert counts == {"paper-table4": 10, "paper-table5": 8, "vtrain-single": 40, "vtrain-multi": 10}
+    assert counts == {
+        "paper-table4": 10,
+        "paper-table5": 8,
+        "vtrain-single": 40,
+        "vtrain-multi": 10,
+    }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)
     s = v.summary()["sets"]
@@ -199,7 +256,9 @@ def test_json_shape(capsys):
     assert list(out["sets"]) == ["paper-table4", "paper-table5"]
     for name, m in out["sets"].items():
         assert {"n", "mape", "max_abs_error", "bias"} <= set(m)
-        assert isinstance(m["n"], int) and all(isinstance(m[k], float) for k in ("mape", "max_abs_error", "bias"))
+        assert isinstance(m["n"], int) and all(
+            isinstance(m[k], float) for k in ("mape", "max_abs_error", "bias")
+        )
         assert 0 <= m["mape"] <= m["max_abs_error"] < 1 and abs(m["bias"]) <= m["mape"]
     assert out["sets"]["paper-table4"]["n"] == 10 and out["sets"]["paper-table5"]["n"] == 8
 
@@ -238,17 +297,21 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
     assert len({t["marker"]["color"] for n, t in traces.items() if n != "y"}) == len(V.SETS)
     want = json.loads(json.dumps(V.scatter_figure(subset_run)))  # the page draws scatter_figure
     assert fig["data"] == want["data"]
-    assert {k: fig["layout"][k] for k in want["layout"]} == want["layout"]  # plotly adds its template
+    assert {k: fig["layout"][k] for k in want["layout"]} == want[
+        "layout"
+    ]  # plotly adds its template
     assert len(html) > 1_000_000 and "<script src=" not in html  # plotly.js inlined
 
 
 def test_validate_does_not_import_plotly_until_a_page_is_drawn():
     # the scatter figure is plain data; plotly comes in through simsp.timeline only to draw the page
-    code = ("import sys; from simsp import validate as V; "
-            "c = V.Case('s', 'x', 1.0, None, 'hw'); "
-            "v = V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); "
-            "fig = V.scatter_figure(v); print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); "
-            "html = V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)")
+    code = (
+        "import sys; from simsp import validate as V; "
+        "c = V.Case('s', 'x', 1.0, None, 'hw'); "
+        "v = V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); "
+        "fig = V.scatter_figure(v); print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); "
+        "html = V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "True", "True"]
 

@@ -58,9 +58,13 @@ class AttentionTable:
             key = (p.causal, p.direction, p.head_dim)
             best = curves.setdefault(key, {})
             best[p.seq_len] = max(best.get(p.seq_len, 0.0), p.tflops)
-        object.__setattr__(self, "_curves", {k: tuple(sorted(v.items())) for k, v in curves.items()})
+        object.__setattr__(
+            self, "_curves", {k: tuple(sorted(v.items())) for k, v in curves.items()}
+        )
 
-    def lookup_tflops(self, head_dim: int, seq_len: int, causal: bool, direction: str) -> float | None:
+    def lookup_tflops(
+        self, head_dim: int, seq_len: int, causal: bool, direction: str
+    ) -> float | None:
         """Achieved TFLOP/s (benchmark FLOP count) of one direction, or None if not covered."""
         for want in (direction, "fwd_bwd"):
             dims = [d for (c, r, d) in self._curves if c == causal and r == want]
@@ -87,14 +91,28 @@ def _interpolate(curve: tuple[tuple[int, float], ...], seq_len: int) -> float:
 
 def _row(path, n: int, row: dict) -> AttentionPoint:
     try:
-        point = AttentionPoint(row["gpu"], row["kernel"], int(row["head_dim"]), int(row["seq_len"]),
-                               {"true": True, "false": False}[row["causal"].strip().lower()],
-                               row["direction"].strip(), float(row["tflops"]), row.get("source") or "")
+        point = AttentionPoint(
+            row["gpu"],
+            row["kernel"],
+            int(row["head_dim"]),
+            int(row["seq_len"]),
+            {"true": True, "false": False}[row["causal"].strip().lower()],
+            row["direction"].strip(),
+            float(row["tflops"]),
+            row.get("source") or "",
+        )
     except (KeyError, ValueError, AttributeError, TypeError):
-        raise InputError(path, f"row {n}", row, f"needs columns {', '.join(COLUMNS)} with integer head_dim and "
-                         "seq_len, causal true/false and numeric tflops") from None
+        raise InputError(
+            path,
+            f"row {n}",
+            row,
+            f"needs columns {', '.join(COLUMNS)} with integer head_dim and "
+            "seq_len, causal true/false and numeric tflops",
+        ) from None
     if point.direction not in DIRECTIONS:
-        raise InputError(path, f"row {n}.direction", point.direction, f"must be one of {', '.join(DIRECTIONS)}")
+        raise InputError(
+            path, f"row {n}.direction", point.direction, f"must be one of {', '.join(DIRECTIONS)}"
+        )
     if not (point.tflops > 0 and point.head_dim > 0 and point.seq_len > 0):
         raise InputError(path, f"row {n}", row, "head_dim, seq_len and tflops must be positive")
     return point
@@ -103,7 +121,11 @@ def _row(path, n: int, row: dict) -> AttentionPoint:
 def read_attention_table(path) -> AttentionTable:
     """Read a fused-attention CSV; InputError names the file and the row for a bad one."""
     try:
-        lines = [line for line in Path(path).read_text().splitlines() if line.strip() and not line.startswith("#")]
+        lines = [
+            line
+            for line in Path(path).read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
     except OSError as e:
         raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
     rows = list(csv.DictReader(lines))
@@ -120,5 +142,15 @@ def write_attention_table(path, points, comments: tuple[str, ...] = ()) -> None:
         w = csv.writer(f)
         w.writerow(COLUMNS)
         for p in points:
-            w.writerow([p.gpu, p.kernel, p.head_dim, p.seq_len, str(p.causal).lower(), p.direction,
-                        f"{p.tflops:.6g}", p.source])
+            w.writerow(
+                [
+                    p.gpu,
+                    p.kernel,
+                    p.head_dim,
+                    p.seq_len,
+                    str(p.causal).lower(),
+                    p.direction,
+                    f"{p.tflops:.6g}",
+                    p.source,
+                ]
+            )

@@ -73,7 +73,9 @@ class GemmTable:
         if min(m, n, k, batch) <= 0:
             return None
         query = _log_shape(m, n, k, batch)
-        near = _covering(query, [p for p in self._logs if p[0] == layout]) or _covering(query, self._logs)
+        near = _covering(query, [p for p in self._logs if p[0] == layout]) or _covering(
+            query, self._logs
+        )
         return _idw(near[:_NEIGHBOURS]) if near else None
 
 
@@ -112,7 +114,12 @@ def read_gemm_table(path) -> GemmTable:
     reader = csv.DictReader(body)
     missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
     if missing:
-        raise InputError(path, "columns", reader.fieldnames, f"need columns {','.join(_COLUMNS)}; missing {missing}")
+        raise InputError(
+            path,
+            "columns",
+            reader.fieldnames,
+            f"need columns {','.join(_COLUMNS)}; missing {missing}",
+        )
     points = tuple(_point(path, i + 2, row) for i, row in enumerate(reader))
     if not points:
         raise InputError(path, "rows", 0, "a GEMM table needs at least one row")
@@ -136,7 +143,9 @@ def _point(path: Path, row_no: int, row: dict) -> GemmPoint:
         values[col] = _positive(path, row_no, col, row[col], int)
     layout = (row["layout"] or "").strip().upper()
     if layout not in LAYOUTS:
-        raise InputError(path, f"row {row_no}.layout", row["layout"], f"must be one of {', '.join(LAYOUTS)}")
+        raise InputError(
+            path, f"row {row_no}.layout", row["layout"], f"must be one of {', '.join(LAYOUTS)}"
+        )
     tflops = _positive(path, row_no, "tflops", row["tflops"], float)
     return GemmPoint(layout=layout, tflops=tflops, **values)
 

@@ -31,13 +31,31 @@ BUSBW_FACTORS = {
 }
 """busbw = algbw x factor(ranks) (nccl-tests doc/PERFORMANCE.md)."""
 
-_TEST_NAMES = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
-               "reduce_scatter": "reduce_scatter_perf", "send_recv": "sendrecv_perf"}
+_TEST_NAMES = {
+    "all_reduce": "all_reduce_perf",
+    "all_gather": "all_gather_perf",
+    "reduce_scatter": "reduce_scatter_perf",
+    "send_recv": "sendrecv_perf",
+}
 _REDOPS = {"all_reduce": "sum", "all_gather": "none", "reduce_scatter": "sum", "send_recv": "none"}
 _PER_RANK_COUNT = ("all_gather", "reduce_scatter")
-_TYPE_BYTES = {"int8": 1, "uint8": 1, "half": 2, "float16": 2, "bfloat16": 2, "int32": 4,
-               "uint32": 4, "float": 4, "float32": 4, "int64": 8, "uint64": 8, "double": 8,
-               "float64": 8, "f8e4m3": 1, "f8e5m2": 1}
+_TYPE_BYTES = {
+    "int8": 1,
+    "uint8": 1,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "double": 8,
+    "float64": 8,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+}
 _MPI_PREFIX = re.compile(r"^\[\d+,\d+\]<\w+>:")
 _RANK_LINE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group|Pid)\b")
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
@@ -106,10 +124,19 @@ def _check_table(table: CollectiveTable) -> None:
     if not isinstance(table.ranks, int) or table.ranks < 2:
         raise InputError(src, "ranks", table.ranks, "a collective needs at least 2 ranks")
     if not table.sizes_bytes or len(table.sizes_bytes) != len(table.times_s):
-        raise InputError(src, "sizes_bytes", len(table.sizes_bytes),
-                         f"need one time per size and at least one point ({len(table.times_s)} times)")
-    if any(b <= a for a, b in zip(table.sizes_bytes, table.sizes_bytes[1:])) or table.sizes_bytes[0] <= 0:
-        raise InputError(src, "sizes_bytes", table.sizes_bytes[:4], "must be positive, ascending, unique")
+        raise InputError(
+            src,
+            "sizes_bytes",
+            len(table.sizes_bytes),
+            f"need one time per size and at least one point ({len(table.times_s)} times)",
+        )
+    if (
+        any(b <= a for a, b in zip(table.sizes_bytes, table.sizes_bytes[1:]))
+        or table.sizes_bytes[0] <= 0
+    ):
+        raise InputError(
+            src, "sizes_bytes", table.sizes_bytes[:4], "must be positive, ascending, unique"
+        )
     if not all(t > 0 and math.isfinite(t) for t in table.times_s):
         raise InputError(src, "times_s", min(table.times_s), "times must be positive and finite")
 
@@ -117,14 +144,25 @@ def _check_table(table: CollectiveTable) -> None:
 def merge_tables(primary: CollectiveTable, secondary: CollectiveTable) -> CollectiveTable:
     """`primary` over its size range, `secondary` outside it (e.g. small messages from another log)."""
     if (primary.op, primary.ranks) != (secondary.op, secondary.ranks):
-        raise InputError(secondary.source, "op/ranks", (secondary.op, secondary.ranks),
-                         f"cannot merge with {primary.source} ({primary.op}, {primary.ranks} ranks)")
+        raise InputError(
+            secondary.source,
+            "op/ranks",
+            (secondary.op, secondary.ranks),
+            f"cannot merge with {primary.source} ({primary.op}, {primary.ranks} ranks)",
+        )
     lo, hi = primary.sizes_bytes[0], primary.sizes_bytes[-1]
     points = dict(zip(primary.sizes_bytes, primary.times_s))
-    points.update((s, t) for s, t in zip(secondary.sizes_bytes, secondary.times_s) if s < lo or s > hi)
+    points.update(
+        (s, t) for s, t in zip(secondary.sizes_bytes, secondary.times_s) if s < lo or s > hi
+    )
     sizes = tuple(sorted(points))
-    return CollectiveTable(primary.op, primary.ranks, sizes, tuple(points[s] for s in sizes),
-                           f"{primary.source} + {secondary.source}")
+    return CollectiveTable(
+        primary.op,
+        primary.ranks,
+        sizes,
+        tuple(points[s] for s in sizes),
+        f"{primary.source} + {secondary.source}",
+    )
 
 
 # ---------------------------------------------------------------- reading
@@ -170,17 +208,26 @@ def _pick(path: Path, key: str, from_log, from_arg, from_name):
         raise InputError(path, key, from_arg, f"the log itself says {key}={from_log!r}")
     value = next((v for v in (from_log, from_arg, from_name) if v is not None), None)
     if value is None:
-        raise InputError(path, key, None, f"cannot tell the {key} from the log or its name; pass {key}=")
+        raise InputError(
+            path, key, None, f"cannot tell the {key} from the log or its name; pass {key}="
+        )
     if key == "op" and value not in COLLECTIVES:
-        raise InputError(path, key, value, f"unknown collective; expected one of {', '.join(COLLECTIVES)}")
+        raise InputError(
+            path, key, value, f"unknown collective; expected one of {', '.join(COLLECTIVES)}"
+        )
     return value
 
 
 def _normalise_op(name: str) -> str:
     """'all_reduce_perf' / 'allreduce' / 'sendrecv' -> our collective names."""
     name = name.lower().removesuffix("_perf")
-    return {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-            "sendrecv": "send_recv", "p2p": "send_recv"}.get(name, name)
+    return {
+        "allreduce": "all_reduce",
+        "allgather": "all_gather",
+        "reducescatter": "reduce_scatter",
+        "sendrecv": "send_recv",
+        "p2p": "send_recv",
+    }.get(name, name)
 
 
 def _log_op(path: Path, lines: list[str]) -> str | None:
@@ -201,12 +248,25 @@ def _log_ranks(lines: list[str]) -> int | None:
 def _op_from_name(name: str) -> str | None:
     """Collective implied by a file name (vTrain 'AR_GPU8...', Echo 'nccl_16.log', '*_perf')."""
     low = name.lower()
-    for prefix, op in (("ar_", "all_reduce"), ("ag_", "all_gather"), ("rs_", "reduce_scatter"),
-                       ("sr_", "send_recv"), ("p2p_", "send_recv")):
+    for prefix, op in (
+        ("ar_", "all_reduce"),
+        ("ag_", "all_gather"),
+        ("rs_", "reduce_scatter"),
+        ("sr_", "send_recv"),
+        ("p2p_", "send_recv"),
+    ):
         if low.startswith(prefix):
             return op
-    for key in ("all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
-                "reducescatter", "send_recv", "sendrecv"):
+    for key in (
+        "all_reduce",
+        "allreduce",
+        "all_gather",
+        "allgather",
+        "reduce_scatter",
+        "reducescatter",
+        "send_recv",
+        "sendrecv",
+    ):
         if key in low:
             return _normalise_op(key)
     return "all_reduce" if re.fullmatch(r"nccl_\d+\.log", low) else None
@@ -266,8 +326,14 @@ def _first_per_size(rows) -> tuple[tuple[int, ...], tuple[float, ...]]:
 # ---------------------------------------------------------------- writing
 
 
-def write_nccl_log(table: CollectiveTable, path, *, dtype: str = "float", device: str = "",
-                   header_extra: dict | None = None) -> None:
+def write_nccl_log(
+    table: CollectiveTable,
+    path,
+    *,
+    dtype: str = "float",
+    device: str = "",
+    header_extra: dict | None = None,
+) -> None:
     """Write `table` in the current nccl-tests layout (out-of-place numbers repeated in place).
 
     header_extra: overrides for the header fields (version, nccl_headers, nccl_library,
@@ -278,7 +344,9 @@ def write_nccl_log(table: CollectiveTable, path, *, dtype: str = "float", device
         raise InputError(path, "dtype", dtype, f"must be one of {', '.join(_TYPE_BYTES)}")
     extra = dict(header_extra or {})
     lines = _header_lines(table, device, extra)
-    lines += [_row_line(table, size, time, dtype) for size, time in zip(table.sizes_bytes, table.times_s)]
+    lines += [
+        _row_line(table, size, time, dtype) for size, time in zip(table.sizes_bytes, table.times_s)
+    ]
     lines += _footer_lines(table)
     Path(path).write_text("\n".join(lines) + "\n")
 
@@ -297,16 +365,24 @@ def _header_lines(table: CollectiveTable, device: str, extra: dict) -> list[str]
     ]
     lines += [f"# {key}: {value}" for key, value in extra.items()]
     lines += ["#", "# Using devices"]
-    lines += [f"#  Rank {r:2d} Group {0:2d} Pid {0:6d} on {host:>10s} device {r:2d} [0000:00:00] {device}".rstrip()
-              for r in range(table.ranks)]
+    lines += [
+        f"#  Rank {r:2d} Group {0:2d} Pid {0:6d} on {host:>10s} device {r:2d} [0000:00:00] {device}".rstrip()
+        for r in range(table.ranks)
+    ]
     cols = ("time", "algbw", "busbw", "#wrong")
     units = ("(us)", "(GB/s)", "(GB/s)", "")
     block = "  %7s  %6s  %6s  %6s"
     lines += [
         "#",
-        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place" % ("", "", "", "", ""),
-        ("# %10s  %12s  %8s  %6s  %6s" % ("size", "count", "type", "redop", "root") + block % cols * 2),
-        ("# %10s  %12s  %8s  %6s  %6s" % ("(B)", "(elements)", "", "", "") + block % units * 2).rstrip(),
+        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
+        % ("", "", "", "", ""),
+        (
+            "# %10s  %12s  %8s  %6s  %6s" % ("size", "count", "type", "redop", "root")
+            + block % cols * 2
+        ),
+        (
+            "# %10s  %12s  %8s  %6s  %6s" % ("(B)", "(elements)", "", "", "") + block % units * 2
+        ).rstrip(),
     ]
     return lines
 
@@ -325,19 +401,30 @@ def _row_line(table: CollectiveTable, size: int, time_s: float, dtype: str) -> s
     per = _TYPE_BYTES[dtype] * (table.ranks if table.op in _PER_RANK_COUNT else 1)
     algbw = size / 1e9 / time_s
     busbw = algbw * BUSBW_FACTORS[table.op](table.ranks)
-    body = "  %7s  %6s  %6s" % (_float_str(time_s * 1e6, 7), _float_str(algbw, 6), _float_str(busbw, 6))
+    body = "  %7s  %6s  %6s" % (
+        _float_str(time_s * 1e6, 7),
+        _float_str(algbw, 6),
+        _float_str(busbw, 6),
+    )
     in_place_wrong = "    N/A" if table.op == "send_recv" else "  %6g" % 0
-    return ("%12li  %12li  %8s  %6s  %6i" % (size, size // per, dtype, _REDOPS[table.op], -1)
-            + body + "  %6g" % 0 + body + in_place_wrong)
+    return (
+        "%12li  %12li  %8s  %6s  %6i" % (size, size // per, dtype, _REDOPS[table.op], -1)
+        + body
+        + "  %6g" % 0
+        + body
+        + in_place_wrong
+    )
 
 
 def _footer_lines(table: CollectiveTable) -> list[str]:
     """Out-of-bounds, average bus bandwidth and conclusion lines."""
     busbw = table.busbw_gbps()
-    return ["# %-20s : %d %s" % ("Out of bounds values", 0, "OK"),
-            "# %-20s : %g" % ("Avg bus bandwidth", sum(busbw) / len(busbw)),
-            "#",
-            f"# Collective test concluded: {_TEST_NAMES[table.op]}"]
+    return [
+        "# %-20s : %d %s" % ("Out of bounds values", 0, "OK"),
+        "# %-20s : %g" % ("Avg bus bandwidth", sum(busbw) / len(busbw)),
+        "#",
+        f"# Collective test concluded: {_TEST_NAMES[table.op]}",
+    ]
 
 
 def _float_str(value: float, width: int) -> str:

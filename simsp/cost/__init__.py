@@ -8,11 +8,10 @@
 * `stage_time`: the work outside the layers: embedding, logits and loss, optimizer, gradients.
 """
 
+from functools import lru_cache
+
 from simsp.cost.compute import ComputeModel
 from simsp.cost.network import NetworkModel
-
-
-from functools import lru_cache
 
 
 class CostModel:

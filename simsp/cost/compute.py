@@ -54,7 +54,11 @@ def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
         modeled = model.lookup_tflops(p.m, p.n, p.k, p.batch, p.layout)
         if modeled:
             points.append(dataclasses.replace(p, tflops=p.tflops / modeled))
-    return GemmTable(tuple(points), measured.dtype, measured.device, "measured/model") if points else None
+    return (
+        GemmTable(tuple(points), measured.dtype, measured.device, "measured/model")
+        if points
+        else None
+    )
 
 
 class ComputeModel:
@@ -65,13 +69,17 @@ class ComputeModel:
         cal = hw.calibration
         self.measured = read_gemm_table(cal.gemm) if cal.gemm else None
         self.model = read_gemm_table(cal.gemm_model) if cal.gemm_model else None
-        self.residual = _residuals(self.measured, self.model) if self.measured and self.model else None
+        self.residual = (
+            _residuals(self.measured, self.model) if self.measured and self.model else None
+        )
         # No shape runs faster than the best rate measured on this GPU (its MAMF, or the table's
         # own best): the model's shape trend times a neighbour's ratio can otherwise exceed it.
         best = max((p.tflops for p in self.measured.points), default=0.0) if self.measured else 0.0
         self.ceiling_tflops = max(hw.gpu.gemm_max_tflops, best)
         self.launch_s = hw.calibration.kernel_launch_us * US
-        self.attention_table = read_attention_table(cal.flash_attention) if cal.flash_attention else None
+        self.attention_table = (
+            read_attention_table(cal.flash_attention) if cal.flash_attention else None
+        )
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM: the measured table where it covers the shape, then the modeled
@@ -106,20 +114,33 @@ class ComputeModel:
         for its head size, sequence length and mask; without a table, its two (backward: five)
         batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked blocks."""
         flops = att.benchmark_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
-        rate = self.attention_table.lookup_tflops(att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd") \
-            if self.attention_table else None
+        rate = (
+            self.attention_table.lookup_tflops(
+                att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd"
+            )
+            if self.attention_table
+            else None
+        )
         if rate:
-            return Timed(max(flops / (min(rate, self.ceiling_tflops) * TERA), self.launch_s), "flash table")
+            return Timed(
+                max(flops / (min(rate, self.ceiling_tflops) * TERA), self.launch_s), "flash table"
+            )
         scores = self.gemm(Gemm(att.seq_len, att.seq_len, att.head_dim, att.batch_heads))
         over_v = self.gemm(Gemm(att.seq_len, att.head_dim, att.seq_len, att.batch_heads))
         per_pass = (scores.seconds + over_v.seconds) / (2 if att.causal else 1)
         source = "roofline" if "roofline" in (scores.source, over_v.source) else scores.source
-        return Timed(max(per_pass * (BACKWARD_FLOPS_FACTOR if backward else 1.0), self.launch_s), source)
+        return Timed(
+            max(per_pass * (BACKWARD_FLOPS_FACTOR if backward else 1.0), self.launch_s), source
+        )
 
     def _roofline_s(self, g: Gemm) -> float:
         """max(compute at the efficiency curve's rate, operand and result traffic over HBM)."""
         gpu = self.hw.gpu
-        rate = gpu.gemm_max_tflops * TERA * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
+        rate = (
+            gpu.gemm_max_tflops
+            * TERA
+            * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
+        )
         traffic = BYTES_16BIT * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n)
         return max(g.flops / rate, self.memory_bound(traffic).seconds)
 
@@ -130,6 +151,12 @@ class ComputeModel:
         norm = mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
         # RMSNorm runs the same one-read, one-write fused kernel shape (Apex / TE fused norms);
         # with no measurement of its own it takes the measured layer-norm rate.
-        measured = {"layernorm": norm, "rmsnorm": norm, "adam": self.hw.calibration.adam_gbps}.get(kind, 0.0)
-        rate = measured * GB if measured else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
+        measured = {"layernorm": norm, "rmsnorm": norm, "adam": self.hw.calibration.adam_gbps}.get(
+            kind, 0.0
+        )
+        rate = (
+            measured * GB
+            if measured
+            else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
+        )
         return Timed(max(nbytes / rate, self.launch_s), "bandwidth")

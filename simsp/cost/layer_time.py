@@ -104,17 +104,33 @@ class _Pass:
     def backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
         cm = self.cost.compute
         if op.kind == "comm":
-            return [self.comm(op, op.bwd_comm, "backward")] if op.bwd_comm and not op.overlaps_wgrad else []
+            return (
+                [self.comm(op, op.bwd_comm, "backward")]
+                if op.bwd_comm and not op.overlaps_wgrad
+                else []
+            )
         if op.attention:
-            return [self.compute(op.name + " grad", "backward", op.kind, cm.flash_attention(op.attention, True))]
+            return [
+                self.compute(
+                    op.name + " grad", "backward", op.kind, cm.flash_attention(op.attention, True)
+                )
+            ]
         if op.kind == "attention_gemm":
-            return [self.compute(f"{op.name} grad {i}", "backward", op.kind, cm.gemm(g))
-                    for i, g in enumerate(attention_grad_shapes(op.gemm), 1)]
+            return [
+                self.compute(f"{op.name} grad {i}", "backward", op.kind, cm.gemm(g))
+                for i, g in enumerate(attention_grad_shapes(op.gemm), 1)
+            ]
         if op.kind != "gemm":
             if not op.bwd_bytes:
                 return []  # e.g. a residual add without bias: its gradient passes through
-            return [self.compute(op.name + " grad", "backward", op.kind,
-                                 cm.memory_bound(op.bwd_bytes, op.kind, backward=True))]
+            return [
+                self.compute(
+                    op.name + " grad",
+                    "backward",
+                    op.kind,
+                    cm.memory_bound(op.bwd_bytes, op.kind, backward=True),
+                )
+            ]
         return self._linear_backward(op, entry_comm)
 
     def _linear_backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
@@ -122,10 +138,14 @@ class _Pass:
         (dg, dl), (wg, wl) = gemm_grad_shapes(op.gemm)
         dgrad = self.cost.compute.gemm(dg, dl)
         wgrad = self.cost.compute.gemm(wg, wl)
-        overlapped = entry_comm is not None and entry_comm.bwd_comm is not None and entry_comm.overlaps_wgrad
+        overlapped = (
+            entry_comm is not None and entry_comm.bwd_comm is not None and entry_comm.overlaps_wgrad
+        )
         if not overlapped:
-            return [self.compute(op.name + " dgrad", "backward", "gemm", dgrad),
-                    self.compute(op.name + " wgrad", "backward", "gemm", wgrad)]
+            return [
+                self.compute(op.name + " dgrad", "backward", "gemm", dgrad),
+                self.compute(op.name + " wgrad", "backward", "gemm", wgrad),
+            ]
         out = []
         if entry_comm.fwd_comm is not None:  # SP: re-gather the sequence-sharded saved input
             out += self.overlap(op.name + " dgrad", dgrad, entry_comm, entry_comm.fwd_comm)
@@ -142,13 +162,17 @@ class _Pass:
         comm = self.comm(comm_op, collective, "backward")
         u, w, c = self.cost.hw.calibration.collective_sm_share, gemm.seconds, comm.busy_s
         compute_s = w + u * c if w >= c * (1 - u) else w / (1 - u)
-        return [Entry(name, "backward", "gemm", "compute", compute_s, compute_s, gemm.source),
-                Entry(comm.op, "backward", "comm", "comm", max(0.0, c - compute_s), c, "nccl")]
+        return [
+            Entry(name, "backward", "gemm", "compute", compute_s, compute_s, gemm.source),
+            Entry(comm.op, "backward", "comm", "comm", max(0.0, c - compute_s), c, "nccl"),
+        ]
 
 
 def host_us(cal, recompute: str) -> tuple[float, float]:
     """(forward, backward) host time of one layer, microseconds (profiled: `simsp profile host`)."""
-    extra = {"full": cal.host_recompute_full_us, "selective": cal.host_recompute_selective_us}.get(recompute, 0.0)
+    extra = {"full": cal.host_recompute_full_us, "selective": cal.host_recompute_selective_us}.get(
+        recompute, 0.0
+    )
     return cal.host_forward_us, cal.host_backward_us + extra
 
 
@@ -158,15 +182,32 @@ def _host_wait(entries: list[Entry], phases: tuple[str, ...], host_s: float) -> 
     device_s = sum(e.seconds for e in entries if e.phase in phases)
     if host_s <= device_s:
         return []
-    return [Entry("waiting for the host to issue work", phases[-1], "host", "compute", host_s - device_s,
-                  host_s - device_s, "host")]
+    return [
+        Entry(
+            "waiting for the host to issue work",
+            phases[-1],
+            "host",
+            "compute",
+            host_s - device_s,
+            host_s - device_s,
+            "host",
+        )
+    ]
 
 
-def layer_time(ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, ranks_per_node: int) -> LayerTime:
+def layer_time(
+    ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, ranks_per_node: int
+) -> LayerTime:
     """Forward, recompute and backward entries of one layer for one microbatch."""
     p = _Pass(cost, parallel, ranks_per_node)
     entries = [e for op in ops for e in p.forward(op, "forward")]
-    rerun = ops if parallel.recompute == "full" else [o for o in ops if o.selective] if parallel.recompute == "selective" else []
+    rerun = (
+        ops
+        if parallel.recompute == "full"
+        else [o for o in ops if o.selective]
+        if parallel.recompute == "selective"
+        else []
+    )
     host_f, host_b = (us * 1e-6 for us in host_us(cost.hw.calibration, parallel.recompute))
     entries += _host_wait(entries, ("forward",), host_f)
     backward = [e for op in rerun for e in p.forward(op, "recompute")]

@@ -50,7 +50,9 @@ class NetworkModel:
 
     def _missing(self, key: str, what: str) -> InputError:
         """The error for a run that needs a table the hardware file does not list."""
-        return InputError(self.hw.source or self.hw.name, key, None, f"this run needs {what}; add it to the list")
+        return InputError(
+            self.hw.source or self.hw.name, key, None, f"this run needs {what}; add it to the list"
+        )
 
     # ------------------------------------------------------------- inside a node
     def intra_s(self, op: str, nbytes: float, ranks: int) -> float:
@@ -58,8 +60,11 @@ class NetworkModel:
         if ranks <= 1 or nbytes <= 0:
             return 0.0
         if op == P2P:
-            return self._measured(self.nvlink, P2P, nbytes, 2) if (P2P, 2) in self.nvlink else \
-                self._measured(self.nvlink, AR, nbytes, 2)
+            return (
+                self._measured(self.nvlink, P2P, nbytes, 2)
+                if (P2P, 2) in self.nvlink
+                else self._measured(self.nvlink, AR, nbytes, 2)
+            )
         if any(key[0] == op for key in self.nvlink):
             return self._measured(self.nvlink, op, nbytes, ranks)
         if op in (AG, RS):
@@ -104,7 +109,9 @@ class NetworkModel:
             return self.intra_s(op, nbytes, ranks)
         if g == self.gpus_per_node and op in (AR, AG, RS):
             return self._measured(self.ib, AR, nbytes if op == AR else nbytes / 2, ranks)
-        inter = self.inter_ring_s(op, nbytes / g if op == AR else nbytes, nodes, 1 if op == AR else g)
+        inter = self.inter_ring_s(
+            op, nbytes / g if op == AR else nbytes, nodes, 1 if op == AR else g
+        )
         if op != AR:
             return inter + self.intra_s(op, nbytes, g)
         return self.intra_s(RS, nbytes, g) + inter + self.intra_s(AG, nbytes, g)

@@ -71,7 +71,9 @@ def p2p_s(w: Workload, cost: CostModel, place: Placement) -> float:
     """A send between neighbouring stages; without SP the receiver all-gathers the TP pieces."""
     t = cost.network.p2p_s(p2p_bytes(w), place.pp_neighbours_share_node)
     if not w.parallel.sequence_parallel and w.parallel.tp > 1:
-        t += cost.network.collective_s("all_gather", BYTES_16BIT * _sbh(w), w.parallel.tp, place.tp_ranks_per_node)
+        t += cost.network.collective_s(
+            "all_gather", BYTES_16BIT * _sbh(w), w.parallel.tp, place.tp_ranks_per_node
+        )
     return t
 
 
@@ -97,7 +99,9 @@ def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, 
     bwd = mb(2.5 * x / seq).seconds if dropout else 0.0
     bwd += _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
     bwd += mb(x + 2 * x).seconds  # mask the other shards' tokens, scatter-add the token gradients
-    tables = (m.padded_vocab(w.parallel.tp) // w.parallel.tp + (m.seq_len if learned else 0)) * m.hidden
+    tables = (
+        m.padded_vocab(w.parallel.tp) // w.parallel.tp + (m.seq_len if learned else 0)
+    ) * m.hidden
     bwd += mb(EMBEDDING_GRAD_BYTES * tables).seconds
     return fwd, bwd
 
@@ -120,15 +124,20 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
     bwd = cm.memory_bound(logits * CROSS_ENTROPY_BWD_BYTES).seconds
     bwd += cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
-    bwd += (_tp_collective(w, cost, place, "reduce_scatter", x) if seq > 1 else
-            _tp_collective(w, cost, place, "all_reduce", x))
+    bwd += (
+        _tp_collective(w, cost, place, "reduce_scatter", x)
+        if seq > 1
+        else _tp_collective(w, cost, place, "all_reduce", x)
+    )
     bwd += cm.memory_bound(3 * x / seq, m.norm, backward=True).seconds
     return fwd, bwd
 
 
 def dp_allreduce_s(w: Workload, cost: CostModel, place: Placement, params: float) -> float:
     """All-reduce of a stage's fp32 gradients over the DP group (Megatron all-reduces main_grad)."""
-    return cost.network.collective_s("all_reduce", BYTES_FP32 * params, w.parallel.dp, place.dp_ranks_per_node)
+    return cost.network.collective_s(
+        "all_reduce", BYTES_FP32 * params, w.parallel.dp, place.dp_ranks_per_node
+    )
 
 
 def embedding_sync_s(w: Workload, cost: CostModel) -> float:

@@ -40,10 +40,14 @@ def resolve_device(torch, name: str | None) -> str:
     if dev.type == "cpu":
         return "cpu"
     if dev.type != "cuda" or not torch.cuda.is_available():
-        raise InputError("--device", "device", name, "needs CUDA, which this torch build or machine lacks")
+        raise InputError(
+            "--device", "device", name, "needs CUDA, which this torch build or machine lacks"
+        )
     index = torch.cuda.current_device() if dev.index is None else dev.index
     if index >= torch.cuda.device_count():
-        raise InputError("--device", "device", name, f"only {torch.cuda.device_count()} GPU(s) visible")
+        raise InputError(
+            "--device", "device", name, f"only {torch.cuda.device_count()} GPU(s) visible"
+        )
     return f"cuda:{index}"
 
 

@@ -27,8 +27,12 @@ from simsp.errors import InputError
 from simsp.profiler._torch import Progress, device_name, require_torch, today, versions
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
-LOG_NAMES = {"all_reduce": "all_reduce_perf.log", "all_gather": "all_gather_perf.log",
-             "reduce_scatter": "reduce_scatter_perf.log", "send_recv": "sendrecv_perf.log"}
+LOG_NAMES = {
+    "all_reduce": "all_reduce_perf.log",
+    "all_gather": "all_gather_perf.log",
+    "reduce_scatter": "reduce_scatter_perf.log",
+    "send_recv": "sendrecv_perf.log",
+}
 """nccl-tests' binary names, so logs from both tools sit side by side alike."""
 BACKENDS = ("nccl", "gloo")
 ELEMENT_BYTES = 4
@@ -55,7 +59,12 @@ def parse_bytes(text: str) -> int:
     """'1024', '64K', '128M', '1G' (powers of 1024, as nccl-tests' -b/-e) -> bytes."""
     m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", str(text), re.I)
     if not m or int(m.group(1)) <= 0:
-        raise InputError("--min-bytes/--max-bytes", "bytes", text, "must be a positive size such as 1024, 64K, 128M or 1G")
+        raise InputError(
+            "--min-bytes/--max-bytes",
+            "bytes",
+            text,
+            "must be a positive size such as 1024, 64K, 128M or 1G",
+        )
     return int(m.group(1)) * _UNITS[m.group(2).upper()]
 
 
@@ -75,8 +84,16 @@ def op_sizes(op: str, sizes: list[int], nproc: int) -> list[int]:
     return sorted({s // unit * unit for s in sizes if s >= unit})
 
 
-def default_settings(nproc: int, backend: str | None, min_bytes: str | None, max_bytes: str | None,
-                     iters: int | None, out_dir: str, command: str = "", progress: bool = True) -> Settings:
+def default_settings(
+    nproc: int,
+    backend: str | None,
+    min_bytes: str | None,
+    max_bytes: str | None,
+    iters: int | None,
+    out_dir: str,
+    command: str = "",
+    progress: bool = True,
+) -> Settings:
     """Checked settings; NCCL with GPUs enough, else gloo; 1 KiB up to 1 GiB (NCCL) or 16 MiB (gloo)."""
     torch = require_torch()
     import torch.distributed as dist
@@ -84,11 +101,18 @@ def default_settings(nproc: int, backend: str | None, min_bytes: str | None, max
     if nproc is None or nproc < 2:
         raise InputError("--nproc", "nproc", nproc, "a collective needs at least 2 processes")
     if not dist.is_available():
-        raise InputError("--backend", "backend", backend, "this torch build has no torch.distributed")
+        raise InputError(
+            "--backend", "backend", backend, "this torch build has no torch.distributed"
+        )
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     backend = backend or ("nccl" if gpus >= nproc and dist.is_nccl_available() else "gloo")
     if backend == "nccl" and (gpus < nproc or not dist.is_nccl_available()):
-        raise InputError("--backend", "backend", backend, f"NCCL needs one GPU per process: {nproc} asked, {gpus} visible")
+        raise InputError(
+            "--backend",
+            "backend",
+            backend,
+            f"NCCL needs one GPU per process: {nproc} asked, {gpus} visible",
+        )
     if backend == "gloo" and not dist.is_gloo_available():
         raise InputError("--backend", "backend", backend, "this torch build has no gloo backend")
     lo = parse_bytes(min_bytes or "1K")
@@ -158,7 +182,9 @@ class _Rank:
         self.sync()
 
     def empty(self, nbytes: int):
-        return self.torch.ones(nbytes // ELEMENT_BYTES, dtype=self.torch.float32, device=self.device)
+        return self.torch.ones(
+            nbytes // ELEMENT_BYTES, dtype=self.torch.float32, device=self.device
+        )
 
     def mean_over_ranks(self, value: float) -> float:
         t = self.torch.tensor([value], dtype=self.torch.float64, device=self.device)
@@ -178,6 +204,7 @@ def _candidates(r: _Rank, op: str):
         def make(size):
             out, inp = r.empty(size), r.empty(size // n)
             return lambda: api(out, inp)
+
         return make
 
     def gather_list(size):
@@ -188,6 +215,7 @@ def _candidates(r: _Rank, op: str):
         def make(size):
             out, inp = r.empty(size // n), r.empty(size)
             return lambda: api(out, inp)
+
         return make
 
     def scatter_list(size):
@@ -202,29 +230,57 @@ def _candidates(r: _Rank, op: str):
 
     def ring_batch(size):
         send, recv = r.empty(size), r.empty(size)
-        ops = [dist.P2POp(dist.isend, send, (r.rank + 1) % n), dist.P2POp(dist.irecv, recv, (r.rank - 1) % n)]
+        ops = [
+            dist.P2POp(dist.isend, send, (r.rank + 1) % n),
+            dist.P2POp(dist.irecv, recv, (r.rank - 1) % n),
+        ]
         return lambda: [w.wait() for w in dist.batch_isend_irecv(ops)]
 
     def ring_pair(size):
         send, recv = r.empty(size), r.empty(size)
-        return lambda: [w.wait() for w in (dist.isend(send, (r.rank + 1) % n), dist.irecv(recv, (r.rank - 1) % n))]
+        return lambda: [
+            w.wait()
+            for w in (dist.isend(send, (r.rank + 1) % n), dist.irecv(recv, (r.rank - 1) % n))
+        ]
 
-    apis = {name: getattr(dist, name) for name in ("all_gather_single", "all_gather_into_tensor",
-                                                   "reduce_scatter_single", "reduce_scatter_tensor") if hasattr(dist, name)}
+    apis = {
+        name: getattr(dist, name)
+        for name in (
+            "all_gather_single",
+            "all_gather_into_tensor",
+            "reduce_scatter_single",
+            "reduce_scatter_tensor",
+        )
+        if hasattr(dist, name)
+    }
     if op == "all_reduce":
         return [("torch.distributed.all_reduce", reduce_all)]
     if op == "all_gather":
-        return ([(f"torch.distributed.{name}", gather_single(apis[name]))
-                 for name in ("all_gather_single", "all_gather_into_tensor") if name in apis]
-                + [("torch.distributed.all_gather (list of tensors)", gather_list)])
+        return [
+            (f"torch.distributed.{name}", gather_single(apis[name]))
+            for name in ("all_gather_single", "all_gather_into_tensor")
+            if name in apis
+        ] + [("torch.distributed.all_gather (list of tensors)", gather_list)]
     if op == "reduce_scatter":
-        return ([(f"torch.distributed.{name}", scatter_single(apis[name]))
-                 for name in ("reduce_scatter_single", "reduce_scatter_tensor") if name in apis]
-                + [("torch.distributed.reduce_scatter (list of tensors)", scatter_list),
-                   ("EMULATED: this backend has no reduce_scatter; all_reduce of the whole buffer, then this "
-                    "rank's chunk copied out (an upper bound on a real reduce_scatter)", scatter_emulated)])
-    return [("torch.distributed.batch_isend_irecv ring: send to rank+1, receive from rank-1", ring_batch),
-            ("torch.distributed.isend/irecv ring: send to rank+1, receive from rank-1", ring_pair)]
+        return [
+            (f"torch.distributed.{name}", scatter_single(apis[name]))
+            for name in ("reduce_scatter_single", "reduce_scatter_tensor")
+            if name in apis
+        ] + [
+            ("torch.distributed.reduce_scatter (list of tensors)", scatter_list),
+            (
+                "EMULATED: this backend has no reduce_scatter; all_reduce of the whole buffer, then this "
+                "rank's chunk copied out (an upper bound on a real reduce_scatter)",
+                scatter_emulated,
+            ),
+        ]
+    return [
+        (
+            "torch.distributed.batch_isend_irecv ring: send to rank+1, receive from rank-1",
+            ring_batch,
+        ),
+        ("torch.distributed.isend/irecv ring: send to rank+1, receive from rank-1", ring_pair),
+    ]
 
 
 def _pick(r: _Rank, op: str, size: int):
@@ -267,7 +323,11 @@ def _worker(rank: int, s: Settings, port: int) -> None:
     try:
         r = _Rank(torch, dist, rank, s)
         sweeps = {op: op_sizes(op, sweep_sizes(s.min_bytes, s.max_bytes), s.nproc) for op in OPS}
-        bar = Progress("simsp profile collectives", sum(map(len, sweeps.values()))) if rank == 0 and s.progress else None
+        bar = (
+            Progress("simsp profile collectives", sum(map(len, sweeps.values())))
+            if rank == 0 and s.progress
+            else None
+        )
         for op in OPS:
             label, make = _pick(r, op, sweeps[op][0])
             times = []
@@ -288,13 +348,23 @@ def _write(torch, r: _Rank, op: str, sizes: list[int], times: list[float], metho
     device = device_name(torch, r.device)
     nccl = _nccl_code(torch) if s.backend == "nccl" else 0
     extra = {
-        "version": "simsp-profile", "nccl_headers": nccl, "nccl_library": nccl,
-        "warmup_iters": s.warmup, "iters": s.iters, "validation": 0, "hostname": socket.gethostname(),
+        "version": "simsp-profile",
+        "nccl_headers": nccl,
+        "nccl_library": nccl,
+        "warmup_iters": s.warmup,
+        "iters": s.iters,
+        "validation": 0,
+        "hostname": socket.gethostname(),
         "measured by": "simsp profile collectives (torch.distributed)",
-        "backend": s.backend, "world size": s.nproc, "device": device, "method": method,
+        "backend": s.backend,
+        "world size": s.nproc,
+        "device": device,
+        "method": method,
         "timing": f"host clock around {s.iters} calls after {s.warmup} warm-up calls and a barrier, "
-                  "device synchronised, mean per call averaged over ranks",
-        "versions": versions(torch), "date": today(), "command": s.command,
+        "device synchronised, mean per call averaged over ranks",
+        "versions": versions(torch),
+        "date": today(),
+        "command": s.command,
     }
     table = CollectiveTable(op, s.nproc, tuple(sizes), tuple(times), str(path))
     write_nccl_log(table, path, dtype="float", device=device, header_extra=extra)
@@ -304,7 +374,7 @@ def _nccl_code(torch) -> int:
     """NCCL_VERSION_CODE of torch's NCCL (2.21.5 -> 22105), as nccl-tests prints it; 0 if unknown."""
     try:
         v = torch.cuda.nccl.version()
-        major, minor, patch = (v[:3] if isinstance(v, tuple) else (v // 1000, v // 100 % 10, v % 100))
+        major, minor, patch = v[:3] if isinstance(v, tuple) else (v // 1000, v // 100 % 10, v % 100)
         return int(major) * 10000 + int(minor) * 100 + int(patch)
     except Exception:  # provenance only: never fail a measurement over it
         return 0

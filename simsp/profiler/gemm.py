@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from simsp.calibration import GemmPoint, GemmTable, write_gemm_table
 from simsp.errors import InputError
-from simsp.profiler._torch import Progress, device_name, require_torch, resolve_device, today, versions
+from simsp.profiler._torch import (
+    Progress,
+    device_name,
+    require_torch,
+    resolve_device,
+    today,
+    versions,
+)
 from simsp.profiler.shapes import Shape
 
 DTYPES = ("bf16", "fp16", "fp32")
@@ -36,7 +43,9 @@ class Settings:
     """Untimed calls per shape first."""
 
 
-def default_settings(device: str | None = None, dtype: str | None = None, repeats: int | None = None) -> Settings:
+def default_settings(
+    device: str | None = None, dtype: str | None = None, repeats: int | None = None
+) -> Settings:
     """GPU: bf16, 20 timed calls after 5; CPU: fp32 (bf16 matmul on CPU is slow), 3 after 1."""
     torch = require_torch()
     device = resolve_device(torch, device)
@@ -53,8 +62,11 @@ def operands(torch, shape: Shape, s: Settings):
     """A no-argument callable running this shape's GEMM in its layout, on fresh random operands."""
     g, dt = shape.gemm, getattr(torch, _TORCH_DTYPES[s.dtype])
     lead = (g.batch,) if g.batch > 1 else ()
-    a_dims, b_dims = {"TN": ((g.m, g.k), (g.n, g.k)), "NN": ((g.m, g.k), (g.k, g.n)),
-                      "NT": ((g.k, g.m), (g.k, g.n))}[shape.layout]
+    a_dims, b_dims = {
+        "TN": ((g.m, g.k), (g.n, g.k)),
+        "NN": ((g.m, g.k), (g.k, g.n)),
+        "NT": ((g.k, g.m), (g.k, g.n)),
+    }[shape.layout]
     a = torch.randn(*lead, *a_dims, device=s.device, dtype=dt)
     b = torch.randn(*lead, *b_dims, device=s.device, dtype=dt)
     c = torch.empty(*lead, g.m, g.n, device=s.device, dtype=dt)
@@ -91,7 +103,10 @@ def _time_host(fn, calls: int) -> float:
 def _time_cuda(torch, fn, s: Settings) -> float:
     """Median of s.repeats calls, each between its own pair of CUDA events."""
     torch.cuda.synchronize(s.device)
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(s.repeats)]
+    pairs = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(s.repeats)
+    ]
     for start, end in pairs:
         start.record()
         fn()
@@ -100,7 +115,9 @@ def _time_cuda(torch, fn, s: Settings) -> float:
     return statistics.median(start.elapsed_time(end) for start, end in pairs) / 1e3
 
 
-def measure(shapes: list[Shape], s: Settings, progress: bool = True) -> tuple[tuple[GemmPoint, ...], list[Shape]]:
+def measure(
+    shapes: list[Shape], s: Settings, progress: bool = True
+) -> tuple[tuple[GemmPoint, ...], list[Shape]]:
     """(one GemmPoint per shape that ran, in order; the shapes skipped for lack of GPU memory)."""
     torch = require_torch()
     bar = Progress("simsp profile gemm", len(shapes)) if progress else None
@@ -113,7 +130,9 @@ def measure(shapes: list[Shape], s: Settings, progress: bool = True) -> tuple[tu
             g = shape.gemm
             try:
                 seconds = time_call(torch, operands(torch, shape, s), s)
-                points.append(GemmPoint(g.m, g.n, g.k, g.batch, shape.layout, g.flops / seconds / 1e12))
+                points.append(
+                    GemmPoint(g.m, g.n, g.k, g.batch, shape.layout, g.flops / seconds / 1e12)
+                )
             except oom:
                 skipped.append(shape)
                 torch.cuda.empty_cache()
@@ -126,8 +145,11 @@ def provenance(s: Settings, command: str, extra: list[str] = ()) -> tuple[str, l
     """(device name, comment lines) stamped into the table."""
     torch = require_torch()
     gpu = s.device.startswith("cuda")
-    timing = ("CUDA events around each call" if gpu else
-              f"time.perf_counter around back-to-back calls filling >= {CPU_SAMPLE_S * 1e3:g} ms, per call")
+    timing = (
+        "CUDA events around each call"
+        if gpu
+        else f"time.perf_counter around back-to-back calls filling >= {CPU_SAMPLE_S * 1e3:g} ms, per call"
+    )
     lines = [
         "GEMM throughput measured by `simsp profile gemm` (torch.mm / torch.bmm);",
         "  tflops = 2*m*n*k*batch / median call time / 1e12.",
@@ -138,21 +160,31 @@ def provenance(s: Settings, command: str, extra: list[str] = ()) -> tuple[str, l
         f"command: {command}",
     ]
     if not gpu:
-        lines.append("note: measured on the CPU (default fp32: bf16 matmul on a CPU is slow); "
-                     "CPU rates, not GPU rates - for testing the pipeline, not for predictions")
+        lines.append(
+            "note: measured on the CPU (default fp32: bf16 matmul on a CPU is slow); "
+            "CPU rates, not GPU rates - for testing the pipeline, not for predictions"
+        )
     elif s.dtype == "fp32":
-        lines.append(f"note: fp32 with TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}")
+        lines.append(
+            f"note: fp32 with TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}"
+        )
     return device_name(torch, s.device), lines + list(extra)
 
 
-def write_table(points: tuple[GemmPoint, ...], s: Settings, path, command: str, extra: list[str] = ()) -> GemmTable:
+def write_table(
+    points: tuple[GemmPoint, ...], s: Settings, path, command: str, extra: list[str] = ()
+) -> GemmTable:
     """Write the points as a GemmTable CSV with provenance comments; return the table written."""
     slow = sum(p.tflops < MIN_TFLOPS for p in points)
-    kept = tuple(p if p.tflops >= MIN_TFLOPS else GemmPoint(p.m, p.n, p.k, p.batch, p.layout, MIN_TFLOPS)
-                 for p in points)
+    kept = tuple(
+        p if p.tflops >= MIN_TFLOPS else GemmPoint(p.m, p.n, p.k, p.batch, p.layout, MIN_TFLOPS)
+        for p in points
+    )
     device, comments = provenance(s, command, extra)
     if slow:
-        comments.append(f"note: {slow} shapes measured below {MIN_TFLOPS} TFLOP/s are written as {MIN_TFLOPS}")
+        comments.append(
+            f"note: {slow} shapes measured below {MIN_TFLOPS} TFLOP/s are written as {MIN_TFLOPS}"
+        )
     table = GemmTable(kept, s.dtype, device, str(path))
     write_gemm_table(table, path, comments)
     return table

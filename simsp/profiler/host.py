@@ -11,7 +11,14 @@ with reentrant checkpointing as Megatron-LM's `tensor_parallel.checkpoint`.
 
 from dataclasses import dataclass
 
-from simsp.profiler._torch import device_name, fastest_s, require_torch, resolve_device, today, versions
+from simsp.profiler._torch import (
+    device_name,
+    fastest_s,
+    require_torch,
+    resolve_device,
+    today,
+    versions,
+)
 
 TINY = {"hidden": 64, "heads": 2, "seq": 16, "batch": 1}
 
@@ -34,12 +41,16 @@ class HostTimes:
         """The hardware YAML `calibration:` lines, with provenance comments."""
         src = [f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}"]
         if self.device.startswith("CPU"):
-            src.append("# (on the CPU: no CUDA kernel-launch or NCCL call costs in it, an underestimate for a GPU host)")
-        return [*src,
-                f"host_forward_us: {self.forward_us:.1f}",
-                f"host_backward_us: {self.backward_us:.1f}",
-                f"host_recompute_full_us: {self.recompute_full_us:.1f}",
-                f"host_recompute_selective_us: {self.recompute_selective_us:.1f}"]
+            src.append(
+                "# (on the CPU: no CUDA kernel-launch or NCCL call costs in it, an underestimate for a GPU host)"
+            )
+        return [
+            *src,
+            f"host_forward_us: {self.forward_us:.1f}",
+            f"host_backward_us: {self.backward_us:.1f}",
+            f"host_recompute_full_us: {self.recompute_full_us:.1f}",
+            f"host_recompute_selective_us: {self.recompute_selective_us:.1f}",
+        ]
 
 
 def _layer(torch, device):
@@ -53,13 +64,23 @@ def _layer(torch, device):
             super().__init__()
             self.ln1, self.ln2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
             self.qkv, self.proj = torch.nn.Linear(h, 3 * h), torch.nn.Linear(h, h, bias=False)
-            self.fc1, self.fc2 = torch.nn.Linear(h, 4 * h, bias=False), torch.nn.Linear(4 * h, h, bias=False)
-            self.b1, self.b2, self.b_proj = (torch.nn.Parameter(torch.zeros(n)) for n in (4 * h, h, h))
+            self.fc1, self.fc2 = (
+                torch.nn.Linear(h, 4 * h, bias=False),
+                torch.nn.Linear(4 * h, h, bias=False),
+            )
+            self.b1, self.b2, self.b_proj = (
+                torch.nn.Parameter(torch.zeros(n)) for n in (4 * h, h, h)
+            )
             self.checkpoint_core = False
 
         def core(self, q, k, v):
-            scores = torch.baddbmm(torch.empty(b * a, s, s, device=q.device), q.transpose(0, 1),
-                                   k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=d ** -0.5)
+            scores = torch.baddbmm(
+                torch.empty(b * a, s, s, device=q.device),
+                q.transpose(0, 1),
+                k.transpose(0, 1).transpose(1, 2),
+                beta=0.0,
+                alpha=d**-0.5,
+            )
             mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=q.device), 1)
             probs = F.dropout(torch.softmax(scores.masked_fill(mask, -1e4), -1), 0.1, True)
             return torch.bmm(probs, v.transpose(0, 1)).transpose(0, 1).contiguous().view(s, b, h)
@@ -105,8 +126,19 @@ def measure(device: str = "cpu", repeats: int = 500) -> HostTimes:
 
     forward = _per_call_us(torch, device, fwd, repeats)
     backward = _per_call_us(torch, device, fwd_bwd, repeats) - forward
-    full = _per_call_us(torch, device, full_fwd_bwd, repeats) - _per_call_us(torch, device, full_fwd, repeats)
+    full = _per_call_us(torch, device, full_fwd_bwd, repeats) - _per_call_us(
+        torch, device, full_fwd, repeats
+    )
     layer.checkpoint_core = True
-    selective = _per_call_us(torch, device, fwd_bwd, repeats) - _per_call_us(torch, device, fwd, repeats)
-    return HostTimes(forward, backward, max(0.0, full - backward), max(0.0, selective - backward),
-                     device_name(torch, device), versions(torch), today())
+    selective = _per_call_us(torch, device, fwd_bwd, repeats) - _per_call_us(
+        torch, device, fwd, repeats
+    )
+    return HostTimes(
+        forward,
+        backward,
+        max(0.0, full - backward),
+        max(0.0, selective - backward),
+        device_name(torch, device),
+        versions(torch),
+        today(),
+    )

@@ -46,7 +46,11 @@ def linear_shapes(name: str, g: Gemm) -> list[Shape]:
 def attention_shapes(name: str, g: Gemm) -> list[Shape]:
     """Forward and the two backward GEMMs of a batched attention GEMM (all TN, as layer_time asks)."""
     g1, g2 = attention_grad_shapes(g)
-    return [Shape(name, g, FORWARD), Shape(name + " grad 1", g1, FORWARD), Shape(name + " grad 2", g2, FORWARD)]
+    return [
+        Shape(name, g, FORWARD),
+        Shape(name + " grad 1", g1, FORWARD),
+        Shape(name + " grad 2", g2, FORWARD),
+    ]
 
 
 def logits_gemm(w: Workload) -> Gemm:
@@ -69,8 +73,13 @@ def workload_shapes(w: Workload) -> list[Shape]:
 
 def grid_shapes(values=GRID_GPU) -> list[Shape]:
     """Every (m, n, k) of `values`^3 in the three layouts, batch 1."""
-    return [Shape(f"grid {layout}", Gemm(m, n, k), layout)
-            for layout in (FORWARD, DGRAD, WGRAD) for m in values for n in values for k in values]
+    return [
+        Shape(f"grid {layout}", Gemm(m, n, k), layout)
+        for layout in (FORWARD, DGRAD, WGRAD)
+        for m in values
+        for n in values
+        for k in values
+    ]
 
 
 def unique(shapes: list[Shape]) -> list[Shape]:

@@ -39,20 +39,71 @@ Modules:
 
 from .commands import best, cmd_sweep, register, summary, table
 from .compare import cmd_compare, compare_table
-from .execute import dask_address, evaluate_analytic, evaluate_event, event_result, executor_rows, screen
+from .execute import (
+    dask_address,
+    evaluate_analytic,
+    evaluate_event,
+    event_result,
+    executor_rows,
+    screen,
+)
 from .pareto import RECOMPUTE_COLOURS, figure_page, pareto_figure, pareto_front
 from .progress import Progress
 from .rows import COLUMNS, KEY_COLUMNS, RESULT_COLUMNS, describe_row, fmt
 from .runner import Outcome, run_sweep
-from .spec import (CHOICES, DEFAULT_KEEP, GRID_KEYS, SPEC_KEYS, Config, Counts, SweepSpec, config_key,
-                   enumerate_configs, load_spec, resolve)
+from .spec import (
+    CHOICES,
+    DEFAULT_KEEP,
+    GRID_KEYS,
+    SPEC_KEYS,
+    Config,
+    Counts,
+    SweepSpec,
+    config_key,
+    enumerate_configs,
+    load_spec,
+    resolve,
+)
 from .store import CsvSink, Output, read_csv_rows
 
 __all__ = [
-    "CHOICES", "COLUMNS", "Config", "Counts", "CsvSink", "DEFAULT_KEEP", "GRID_KEYS", "KEY_COLUMNS", "Outcome",
-    "Output", "Progress", "RECOMPUTE_COLOURS", "RESULT_COLUMNS", "SPEC_KEYS", "SweepSpec", "best", "cmd_compare",
-    "cmd_sweep", "compare_table", "config_key", "dask_address", "describe_row", "enumerate_configs",
-    "evaluate_analytic", "evaluate_event", "event_result", "executor_rows", "figure_page", "fmt", "load_spec",
-    "pareto_figure", "pareto_front", "read_csv_rows", "register",
-    "resolve", "run_sweep", "screen", "summary", "table",
+    "CHOICES",
+    "COLUMNS",
+    "Config",
+    "Counts",
+    "CsvSink",
+    "DEFAULT_KEEP",
+    "GRID_KEYS",
+    "KEY_COLUMNS",
+    "Outcome",
+    "Output",
+    "Progress",
+    "RECOMPUTE_COLOURS",
+    "RESULT_COLUMNS",
+    "SPEC_KEYS",
+    "SweepSpec",
+    "best",
+    "cmd_compare",
+    "cmd_sweep",
+    "compare_table",
+    "config_key",
+    "dask_address",
+    "describe_row",
+    "enumerate_configs",
+    "evaluate_analytic",
+    "evaluate_event",
+    "event_result",
+    "executor_rows",
+    "figure_page",
+    "fmt",
+    "load_spec",
+    "pareto_figure",
+    "pareto_front",
+    "read_csv_rows",
+    "register",
+    "resolve",
+    "run_sweep",
+    "screen",
+    "summary",
+    "table",
 ]

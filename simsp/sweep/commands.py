@@ -22,26 +22,32 @@ def best(rows: list[dict], k: int) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     """Rows as a readable table."""
-    head = (f"{'hardware':16s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} {'b':>2s} "
-            f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s} "
-            f"{'fits':>4s} tier")
+    head = (
+        f"{'hardware':16s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} {'b':>2s} "
+        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s} "
+        f"{'fits':>4s} tier"
+    )
     lines = [head]
     for r in rows:
-        lines.append(f"{r['hardware'][:16]:16s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
-                     f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
-                     f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
-                     f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']):9,.0f} {float(r['mfu']):6.1%} "
-                     f"{peak_gib(r):8.2f} "
-                     f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}")
+        lines.append(
+            f"{r['hardware'][:16]:16s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
+            f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
+            f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
+            f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']):9,.0f} {float(r['mfu']):6.1%} "
+            f"{peak_gib(r):8.2f} "
+            f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
+        )
     return "\n".join(lines)
 
 
 def summary(o: Outcome) -> str:
     """What the sweep did, in one line."""
     c = o.counts
-    return (f"{c.configs} configurations ({c.grid_points} grid points: {c.invalid} invalid, "
-            f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b); {o.resumed} from an earlier run, "
-            f"{o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s")
+    return (
+        f"{c.configs} configurations ({c.grid_points} grid points: {c.invalid} invalid, "
+        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b); {o.resumed} from an earlier run, "
+        f"{o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s"
+    )
 
 
 def cmd_sweep(args) -> None:
@@ -53,13 +59,19 @@ def cmd_sweep(args) -> None:
         check_keep("--keep", "keep", args.keep)
     if args.pareto and not args.pareto.endswith(".html"):
         raise InputError(args.pareto, "--pareto", args.pareto, "must end in .html")
-    outcome = run_sweep(spec, args.out, args.executor, args.jobs, args.screen, args.keep, not args.no_progress)
+    outcome = run_sweep(
+        spec, args.out, args.executor, args.jobs, args.screen, args.keep, not args.no_progress
+    )
     print(summary(outcome), file=sys.stderr)
     top = best(outcome.rows, args.top)
     if args.json:
         print(json.dumps([typed(r) for r in top], indent=2))
     else:
-        print(f"best {len(top)} that fit, of {outcome.counts.configs}:" if top else "no configuration fits")
+        print(
+            f"best {len(top)} that fit, of {outcome.counts.configs}:"
+            if top
+            else "no configuration fits"
+        )
         if top:
             print(table(top))
     if args.pareto:
@@ -74,24 +86,47 @@ def register(sub) -> None:
     from simsp import arguments
     from simsp import sweep as package
 
-    p = sub.add_parser("sweep", help="evaluate a grid of configurations",
-                       description=package.__doc__.split("\n\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "sweep",
+        help="evaluate a grid of configurations",
+        description=package.__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("spec", help="sweep spec YAML (see workloads/sweeps/)")
-    p.add_argument("--out", metavar="FILE.csv|FILE.parquet", help="rows, appended as they finish; resumed")
+    p.add_argument(
+        "--out", metavar="FILE.csv|FILE.parquet", help="rows, appended as they finish; resumed"
+    )
     p.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT")
     p.add_argument("--jobs", type=int, help="local worker processes (default: all CPUs)")
-    p.add_argument("--top", type=int, default=10, help="how many of the best fitting configurations to print")
-    p.add_argument("--screen", action="store_true",
-                   help="closed form for all, event simulation for the best --keep share of those that fit")
-    p.add_argument("--keep", type=float, help=f"share kept by --screen (default {DEFAULT_KEEP}, or the spec's keep)")
+    p.add_argument(
+        "--top", type=int, default=10, help="how many of the best fitting configurations to print"
+    )
+    p.add_argument(
+        "--screen",
+        action="store_true",
+        help="closed form for all, event simulation for the best --keep share of those that fit",
+    )
+    p.add_argument(
+        "--keep",
+        type=float,
+        help=f"share kept by --screen (default {DEFAULT_KEEP}, or the spec's keep)",
+    )
     p.add_argument("--pareto", metavar="OUT.html", help="time vs peak memory figure")
     p.add_argument("--json", action="store_true", help="print the best rows as a JSON list")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)
 
-    c = sub.add_parser("compare", help="one workload on several machines", conflict_handler="resolve",
-                       description="One workload on several hardware files: time, MFU, peak HBM, fits.")
+    c = sub.add_parser(
+        "compare",
+        help="one workload on several machines",
+        conflict_handler="resolve",
+        description="One workload on several hardware files: time, MFU, peak HBM, fits.",
+    )
     arguments.add_workload_args(c)
-    c.add_argument("--hardware", nargs="+", metavar="HW.yaml", help="hardware YAMLs (default the DGX A100 80GB)")
+    c.add_argument(
+        "--hardware",
+        nargs="+",
+        metavar="HW.yaml",
+        help="hardware YAMLs (default the DGX A100 80GB)",
+    )
     c.set_defaults(func=cmd_compare)

@@ -9,13 +9,17 @@ from .execute import tokens_per_s
 
 def compare_table(results) -> str:
     """One row per machine."""
-    lines = [f"{'hardware':24s} {'time s':>9s} {'MFU':>6s} {'HFU':>6s} {'tokens/s':>10s} {'peak GiB':>9s} "
-             f"{'HBM GiB':>8s} fits"]
+    lines = [
+        f"{'hardware':24s} {'time s':>9s} {'MFU':>6s} {'HFU':>6s} {'tokens/s':>10s} {'peak GiB':>9s} "
+        f"{'HBM GiB':>8s} fits"
+    ]
     for r in results:
-        lines.append(f"{r.hardware.name[:24]:24s} {r.iteration_time_s:9.3f} {r.mfu():6.1%} {r.hfu():6.1%} "
-                     f"{tokens_per_s(r):10,.0f} "
-                     f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
-                     f"{'yes' if r.memory.fits else 'no'}")
+        lines.append(
+            f"{r.hardware.name[:24]:24s} {r.iteration_time_s:9.3f} {r.mfu():6.1%} {r.hfu():6.1%} "
+            f"{tokens_per_s(r):10,.0f} "
+            f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
+            f"{'yes' if r.memory.fits else 'no'}"
+        )
     return "\n".join(lines)
 
 
@@ -26,7 +30,9 @@ def cmd_compare(args) -> None:
     from simsp.report import describe, run
 
     w = load_workload(args.workload, overrides(args))
-    machines = [load_hardware(p) for p in (args.hardware or [None])]  # every file checked before running
+    machines = [
+        load_hardware(p) for p in (args.hardware or [None])
+    ]  # every file checked before running
     results = [run(w, hw) for hw in machines]
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))

@@ -39,8 +39,17 @@ def evaluate_event(task: tuple) -> dict:
     """(key, workload, hardware) -> output row, by the event simulation (picklable, for workers)."""
     key, w, hw = task
     r = event_result(w, hw)
-    return make_row(key, r.iteration_time_s, r.mfu(), r.hfu(), tokens_per_s(r),
-                    r.memory.peak_bytes, r.memory.capacity_bytes, r.memory.fits, "event")
+    return make_row(
+        key,
+        r.iteration_time_s,
+        r.mfu(),
+        r.hfu(),
+        tokens_per_s(r),
+        r.memory.peak_bytes,
+        r.memory.capacity_bytes,
+        r.memory.fits,
+        "event",
+    )
 
 
 def evaluate_analytic(task: tuple) -> dict:
@@ -49,8 +58,17 @@ def evaluate_analytic(task: tuple) -> dict:
 
     key, w, hw = task
     e = estimate(w, hw)
-    return make_row(key, e.iteration_time_s, e.mfu, e.hfu, e.tokens_per_s, e.peak_bytes, e.capacity_bytes, e.fits,
-                    "analytic")
+    return make_row(
+        key,
+        e.iteration_time_s,
+        e.mfu,
+        e.hfu,
+        e.tokens_per_s,
+        e.peak_bytes,
+        e.capacity_bytes,
+        e.fits,
+        "analytic",
+    )
 
 
 def screen(configs: list[Config], keep: float) -> tuple[list[dict], set]:
@@ -90,7 +108,7 @@ def _local(tasks: list, jobs: int):
 
 def dask_address(executor: str) -> str:
     """dask://HOST:PORT -> tcp://HOST:PORT (an address with its own scheme is kept)."""
-    rest = executor[len("dask://"):]
+    rest = executor[len("dask://") :]
     return rest if "://" in rest else "tcp://" + rest
 
 
@@ -99,12 +117,18 @@ def _dask(tasks: list, executor: str):
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise InputError("--executor", "executor", executor,
-                         "needs dask.distributed: pip install 'dask[distributed]'") from None
+        raise InputError(
+            "--executor",
+            "executor",
+            executor,
+            "needs dask.distributed: pip install 'dask[distributed]'",
+        ) from None
     try:
         client = Client(dask_address(executor), timeout=30)
     except (OSError, TimeoutError) as e:
-        raise InputError("--executor", "executor", executor, f"no dask scheduler answers there ({e})") from None
+        raise InputError(
+            "--executor", "executor", executor, f"no dask scheduler answers there ({e})"
+        ) from None
     try:
         futures = client.map(evaluate_event, tasks, pure=False)
         for f in as_completed(futures):

@@ -8,16 +8,21 @@ from simsp.units import GIB
 
 from .rows import describe_row, on_off, peak_gib
 
-RECOMPUTE_COLOURS = {"none": ("#4C78A8", "#9ECAE9"), "selective": ("#F58518", "#FFBF79"),
-                     "full": ("#54A24B", "#88D27A")}
+RECOMPUTE_COLOURS = {
+    "none": ("#4C78A8", "#9ECAE9"),
+    "selective": ("#F58518", "#FFBF79"),
+    "full": ("#54A24B", "#88D27A"),
+}
 """(SP on, SP off) marker colours per recompute mode."""
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:
     """Fitting rows no other fitting row beats on both time and peak memory, by memory."""
     front, best_t = [], math.inf
-    for r in sorted((r for r in rows if r["fits"] == "true"),
-                    key=lambda r: (int(r["peak_bytes"]), float(r["iteration_time_s"]))):
+    for r in sorted(
+        (r for r in rows if r["fits"] == "true"),
+        key=lambda r: (int(r["peak_bytes"]), float(r["iteration_time_s"])),
+    ):
         if float(r["iteration_time_s"]) < best_t:
             front.append(r)
             best_t = float(r["iteration_time_s"])
@@ -25,9 +30,11 @@ def pareto_front(rows: list[dict]) -> list[dict]:
 
 
 def _hover(r: dict) -> str:
-    return (f"{r['hardware']}<br>{describe_row(r)}<br>{float(r['iteration_time_s']):.3f} s, "
-            f"MFU {float(r['mfu']):.1%}<br>peak {peak_gib(r):.2f} GiB "
-            f"({'fits' if r['fits'] == 'true' else 'does not fit'}), {r['tier']}")
+    return (
+        f"{r['hardware']}<br>{describe_row(r)}<br>{float(r['iteration_time_s']):.3f} s, "
+        f"MFU {float(r['mfu']):.1%}<br>peak {peak_gib(r):.2f} GiB "
+        f"({'fits' if r['fits'] == 'true' else 'does not fit'}), {r['tier']}"
+    )
 
 
 def _xy(rows: list[dict]) -> dict:
@@ -45,26 +52,75 @@ def pareto_figure(rows: list[dict], title: str = "sweep") -> dict:
             group = [r for r in rows if r["recompute"] == recompute and r["sp"] == sp]
             if not group:
                 continue
-            data.append({
-                "type": "scatter", "mode": "markers", "name": f"{recompute}, SP {on_off(sp)}", **_xy(group),
-                "text": [_hover(r) for r in group], "hovertemplate": "%{text}<extra></extra>",
-                "marker": {"color": colour, "size": 9, "line": {"color": colour, "width": 1.5},
-                           "symbol": ["circle" if r["fits"] == "true" else "circle-open" for r in group]},
-            })
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"{recompute}, SP {on_off(sp)}",
+                    **_xy(group),
+                    "text": [_hover(r) for r in group],
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "marker": {
+                        "color": colour,
+                        "size": 9,
+                        "line": {"color": colour, "width": 1.5},
+                        "symbol": [
+                            "circle" if r["fits"] == "true" else "circle-open" for r in group
+                        ],
+                    },
+                }
+            )
     front = pareto_front(rows)
     if front:
-        data.append({"type": "scatter", "mode": "lines", "name": "Pareto front (fits)", **_xy(front),
-                     "line": {"color": "#333333", "dash": "dot", "shape": "hv"}, "hoverinfo": "skip"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "Pareto front (fits)",
+                **_xy(front),
+                "line": {"color": "#333333", "dash": "dot", "shape": "hv"},
+                "hoverinfo": "skip",
+            }
+        )
     capacities = sorted({int(r["capacity_bytes"]) for r in rows})
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": c / GIB, "x1": c / GIB, "y0": 0, "y1": 1,
-               "line": {"color": "#D62728", "dash": "dash", "width": 1.5}} for c in capacities]
-    notes = [{"xref": "x", "yref": "paper", "x": math.log10(c / GIB),  # annotations on a log axis take log10 "y": 1, "yanchor": "bottom", "showarrow": False,
-              "text": f"HBM {c / GIB:.0f} GiB", "font": {"color": "#D62728"}} for c in capacities]
-    return {"data": data, "layout": {
-        "title": {"text": title}, "template": "plotly_white", "hovermode": "closest",
-        "xaxis": {"title": {"text": "peak HBM per GPU (GiB, log scale)"}, "type": "log"},
-        "yaxis": {"title": {"text": "iteration time (s)"}, "type": "log"},
-        "legend": {"title": {"text": "recompute, SP"}}, "shapes": shapes, "annotations": notes}}
+    shapes = [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": c / GIB,
+            "x1": c / GIB,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": "#D62728", "dash": "dash", "width": 1.5},
+        }
+        for c in capacities
+    ]
+    notes = [
+        {
+            "xref": "x",
+            "yref": "paper",
+            "x": math.log10(
+                c / GIB
+            ),  # annotations on a log axis take log10 "y": 1, "yanchor": "bottom", "showarrow": False,
+            "text": f"HBM {c / GIB:.0f} GiB",
+            "font": {"color": "#D62728"},
+        }
+        for c in capacities
+    ]
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": title},
+            "template": "plotly_white",
+            "hovermode": "closest",
+            "xaxis": {"title": {"text": "peak HBM per GPU (GiB, log scale)"}, "type": "log"},
+            "yaxis": {"title": {"text": "iteration time (s)"}, "type": "log"},
+            "legend": {"title": {"text": "recompute, SP"}},
+            "shapes": shapes,
+            "annotations": notes,
+        },
+    }
 
 
 def figure_page(spec: dict) -> str:

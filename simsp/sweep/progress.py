@@ -15,6 +15,7 @@ class Progress:
         if self.enabled:
             try:
                 from tqdm import tqdm
+
                 self.bar = tqdm(total=total, unit=" " + label, file=sys.stderr, dynamic_ncols=True)
             except ImportError:
                 pass
@@ -34,9 +35,16 @@ class Progress:
             eta = (self.total - self.done) / rate if rate else 0.0
             width = 30
             filled = int(width * self.done / self.total)
-            text = (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {self.label} "
-                    f"{rate:.1f}/s ETA {eta:.0f}s")
-            print(("\r" + text) if self.tty else text, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+            text = (
+                f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {self.label} "
+                f"{rate:.1f}/s ETA {eta:.0f}s"
+            )
+            print(
+                ("\r" + text) if self.tty else text,
+                end="" if self.tty else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:

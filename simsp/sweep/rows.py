@@ -7,15 +7,29 @@ configuration, named by its KEY_COLUMNS and measured by its RESULT_COLUMNS.
 from simsp.knobs import KNOBS, SECTIONS
 from simsp.units import GIB
 
-KEY_KNOBS = tuple(k for section in ("parallel", "training", "model") for k in KNOBS if k.section == section)
+KEY_KNOBS = tuple(
+    k for section in ("parallel", "training", "model") for k in KNOBS if k.section == section
+)
 """Every knob, parallel settings first (what a sweep varies most), then batch, then model."""
 KEY_COLUMNS = ("workload", "hardware", "gpus") + tuple(k.short for k in KEY_KNOBS)
 """The columns that name a configuration: a row's key for resuming."""
-RESULT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s", "peak_bytes", "capacity_bytes", "fits", "tier")
+RESULT_COLUMNS = (
+    "iteration_time_s",
+    "mfu",
+    "hfu",
+    "tokens_per_s",
+    "peak_bytes",
+    "capacity_bytes",
+    "fits",
+    "tier",
+)
 COLUMNS = KEY_COLUMNS + RESULT_COLUMNS
-INT_COLUMNS = ("gpus", "peak_bytes", "capacity_bytes") + tuple(k.short for k in KEY_KNOBS if k.kind is int)
-FLOAT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s") + tuple(k.short for k in KEY_KNOBS
-                                                                          if k.kind is float)
+INT_COLUMNS = ("gpus", "peak_bytes", "capacity_bytes") + tuple(
+    k.short for k in KEY_KNOBS if k.kind is int
+)
+FLOAT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s") + tuple(
+    k.short for k in KEY_KNOBS if k.kind is float
+)
 assert {s for s, _ in SECTIONS} == {k.section for k in KEY_KNOBS}
 
 
@@ -31,9 +45,16 @@ def fmt(value) -> str:
 def make_row(key, t, mfu, hfu, tokens, peak, capacity, fits, tier) -> dict:
     """An output row from a configuration's key and its measured values."""
     values = dict(zip(KEY_COLUMNS, key))
-    values.update(iteration_time_s=fmt(float(t)), mfu=fmt(float(mfu)), hfu=fmt(float(hfu)),
-                  tokens_per_s=fmt(float(tokens)), peak_bytes=fmt(round(peak)), capacity_bytes=fmt(int(capacity)),
-                  fits=fmt(bool(fits)), tier=tier)
+    values.update(
+        iteration_time_s=fmt(float(t)),
+        mfu=fmt(float(mfu)),
+        hfu=fmt(float(hfu)),
+        tokens_per_s=fmt(float(tokens)),
+        peak_bytes=fmt(round(peak)),
+        capacity_bytes=fmt(int(capacity)),
+        fits=fmt(bool(fits)),
+        tier=tier,
+    )
     return values
 
 
@@ -78,5 +99,7 @@ def peak_gib(row: dict) -> float:
 def describe_row(r: dict) -> str:
     """A configuration in a few words."""
     chunks = f" v={r['virtual_stages']}" if r["schedule"] == "interleaved" else ""
-    return (f"tp={r['tp']} pp={r['pp']} dp={r['dp']} sp={on_off(r['sp'])} "
-            f"{r['recompute']} {r['schedule']}{chunks} b={r['micro_batch']} B={r['global_batch']}")
+    return (
+        f"tp={r['tp']} pp={r['pp']} dp={r['dp']} sp={on_off(r['sp'])} "
+        f"{r['recompute']} {r['schedule']}{chunks} b={r['micro_batch']} B={r['global_batch']}"
+    )

@@ -26,8 +26,15 @@ class Outcome:
     wall_s: float
 
 
-def run_sweep(spec: SweepSpec, out: str | None = None, executor: str = "local", jobs: int | None = None,
-              screening: bool = False, keep: float | None = None, progress: bool = True) -> Outcome:
+def run_sweep(
+    spec: SweepSpec,
+    out: str | None = None,
+    executor: str = "local",
+    jobs: int | None = None,
+    screening: bool = False,
+    keep: float | None = None,
+    progress: bool = True,
+) -> Outcome:
     """Enumerate, skip what the output already holds, evaluate the rest, write rows as they finish."""
     t0 = time.perf_counter()
     configs, counts = enumerate_configs(spec)

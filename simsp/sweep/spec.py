@@ -26,7 +26,9 @@ GRID_KEYS = {
 }
 """grid key: (section, field, kind), one per knob (knobs.py) and its short name (sp); dp is
 not a key, as it follows from the GPUs (dp = gpus / (tp x pp))."""
-CHOICES = {key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES}
+CHOICES = {
+    key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES
+}
 SPEC_KEYS = ("name", "workload", "hardware", "gpus", "grid", "keep")
 DEFAULT_KEEP = 0.25
 """--screen: the share of fitting configurations (best by closed-form time) simulated as events."""
@@ -71,7 +73,9 @@ def resolve(spec_path: Path, key: str, value) -> Path:
 def _grid_values(file, key, values) -> tuple:
     """One grid entry checked: a non-empty list of values of the key's type."""
     if key not in GRID_KEYS:
-        raise InputError(file, f"grid.{key}", values, f"unknown grid key; known: {', '.join(GRID_KEYS)}")
+        raise InputError(
+            file, f"grid.{key}", values, f"unknown grid key; known: {', '.join(GRID_KEYS)}"
+        )
     values = values if isinstance(values, list) else [values]
     if not values:
         raise InputError(file, f"grid.{key}", values, "must list at least one value")
@@ -104,10 +108,14 @@ def load_spec(path) -> SweepSpec:
     workload = load_workload(resolve(path, "workload", data["workload"]))
     hw_paths = data.get("hardware")
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
-    hardware = tuple(load_hardware(resolve(path, "hardware", p) if p is not None else None) for p in hw_paths)
+    hardware = tuple(
+        load_hardware(resolve(path, "hardware", p) if p is not None else None) for p in hw_paths
+    )
     names = [h.name for h in hardware]
     if len(set(names)) != len(names):
-        raise InputError(path, "hardware", names, "two hardware files share a name; rows would collide")
+        raise InputError(
+            path, "hardware", names, "two hardware files share a name; rows would collide"
+        )
     gpus = data.get("gpus", workload.parallel.gpus)
     if not positive_int(gpus):
         raise InputError(path, "gpus", gpus, "must be a positive integer")
@@ -116,11 +124,19 @@ def load_spec(path) -> SweepSpec:
         raise InputError(path, "grid", grid, "must map setting names to lists of values")
     keys = [GRID_KEYS.get(k, (None, k))[1] for k in grid]
     if len(set(keys)) != len(keys):
-        raise InputError(path, "grid", list(grid), "names one setting twice (sp and sequence_parallel)")
+        raise InputError(
+            path, "grid", list(grid), "names one setting twice (sp and sequence_parallel)"
+        )
     keep = data.get("keep", DEFAULT_KEEP)
     check_keep(path, "keep", keep)
-    return SweepSpec(str(path), workload, hardware, gpus,
-                     tuple((k, _grid_values(path, k, v)) for k, v in grid.items()), float(keep))
+    return SweepSpec(
+        str(path),
+        workload,
+        hardware,
+        gpus,
+        tuple((k, _grid_values(path, k, v)) for k, v in grid.items()),
+        float(keep),
+    )
 
 
 # ---------------------------------------------------------------------------- enumeration
@@ -152,7 +168,9 @@ class Counts:
 def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
     """KEY_COLUMNS values of a workload on a machine: its names, GPUs and every knob."""
     values = values_of(w)
-    return (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus)) + tuple(fmt(values[k.name]) for k in KEY_KNOBS)
+    return (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus)) + tuple(
+        fmt(values[k.name]) for k in KEY_KNOBS
+    )
 
 
 def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
@@ -164,17 +182,24 @@ def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
     par = dataclasses.replace(base.parallel, **sections["parallel"])
     if gpus % (par.tp * par.pp):
         return None
-    par = dataclasses.replace(par, dp=gpus // (par.tp * par.pp),
-                              sequence_parallel=par.sequence_parallel and par.tp > 1)
+    par = dataclasses.replace(
+        par, dp=gpus // (par.tp * par.pp), sequence_parallel=par.sequence_parallel and par.tp > 1
+    )
     if par.schedule != "interleaved":
         par = dataclasses.replace(par, virtual_stages=1)
-    return dataclasses.replace(base, model=dataclasses.replace(base.model, **sections["model"]), parallel=par,
-                               training=dataclasses.replace(base.training, **sections["training"]))
+    return dataclasses.replace(
+        base,
+        model=dataclasses.replace(base.model, **sections["model"]),
+        parallel=par,
+        training=dataclasses.replace(base.training, **sections["training"]),
+    )
 
 
 def _as_1f1b(w: Workload) -> Workload:
     """The workload on the 1F1B schedule (one chunk per stage)."""
-    return dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, schedule="1f1b", virtual_stages=1))
+    return dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, schedule="1f1b", virtual_stages=1)
+    )
 
 
 def _normalised(w: Workload) -> Workload:
@@ -201,8 +226,12 @@ def enumerate_configs(spec: SweepSpec) -> tuple[list[Config], Counts]:
         for combo in itertools.product(*(v for _, v in spec.grid)):
             counts.grid_points += 1
             w = _variant(spec.workload, dict(zip(keys, combo)), spec.gpus)
-            if w is not None and not _valid(w, spec.source) and not explicit_schedule \
-                    and w.parallel.schedule == "interleaved":
+            if (
+                w is not None
+                and not _valid(w, spec.source)
+                and not explicit_schedule
+                and w.parallel.schedule == "interleaved"
+            ):
                 w = _as_1f1b(w)
                 counts.fallback += _valid(w, spec.source)
             if w is None or not _valid(w, spec.source):

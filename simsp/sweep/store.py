@@ -26,7 +26,7 @@ def read_csv_rows(path: Path) -> list[dict]:
         return []
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        data = data[:data.rfind(b"\n") + 1]
+        data = data[: data.rfind(b"\n") + 1]
         with open(path, "r+b") as f:
             f.truncate(len(data))
     lines = data.decode().splitlines()
@@ -34,8 +34,12 @@ def read_csv_rows(path: Path) -> list[dict]:
         return []
     header = next(csv.reader([lines[0]]))
     if tuple(header) != COLUMNS:
-        raise InputError(path, "columns", ",".join(header)[:80] + "...",
-                         "an existing output with other columns; choose another --out or remove it")
+        raise InputError(
+            path,
+            "columns",
+            ",".join(header)[:80] + "...",
+            "an existing output with other columns; choose another --out or remove it",
+        )
     return [dict(zip(COLUMNS, r)) for r in csv.reader(lines[1:]) if len(r) == len(COLUMNS)]
 
 
@@ -48,7 +52,9 @@ class CsvSink:
         try:
             self.f = open(path, "a", newline="")
         except OSError as e:
-            raise InputError(path, "--out", str(path), f"cannot be written ({e.strerror or e})") from None
+            raise InputError(
+                path, "--out", str(path), f"cannot be written ({e.strerror or e})"
+            ) from None
         if new:
             self.f.write(",".join(COLUMNS) + "\n")
             self.f.flush()
@@ -66,7 +72,9 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise InputError("--out", "out", ".parquet", "needs pyarrow: pip install pyarrow (or write .csv)") from None
+        raise InputError(
+            "--out", "out", ".parquet", "needs pyarrow: pip install pyarrow (or write .csv)"
+        ) from None
     return pyarrow
 
 
@@ -81,7 +89,9 @@ class Output:
             raise InputError(path, "--out", path, "must end in .csv or .parquet")
         if self.parquet:
             _pyarrow()
-        self.journal = self.path.with_name(self.path.name + ".partial.csv") if self.parquet else self.path
+        self.journal = (
+            self.path.with_name(self.path.name + ".partial.csv") if self.parquet else self.path
+        )
         self.sink = None
 
     def existing(self) -> list[dict]:

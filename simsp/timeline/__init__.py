@@ -18,9 +18,34 @@ the one place allowed to import it, and only where a page is drawn).
 
 from simsp.timeline.page import figure, timeline_html
 from simsp.timeline.pages import figure_html, reproduction_html
-from simsp.timeline.view import (BAR_BUDGET, KIND_STYLE, View, choose_view, embedding_share, expand, expand_span,
-                                 expanded_count, idle_spans, memory_lines, merge_runs)
+from simsp.timeline.view import (
+    BAR_BUDGET,
+    KIND_STYLE,
+    View,
+    choose_view,
+    embedding_share,
+    expand,
+    expand_span,
+    expanded_count,
+    idle_spans,
+    memory_lines,
+    merge_runs,
+)
 
-__all__ = ["BAR_BUDGET", "KIND_STYLE", "View", "choose_view", "embedding_share", "expand", "expand_span",
-           "expanded_count", "figure", "figure_html", "idle_spans", "memory_lines", "merge_runs",
-           "reproduction_html", "timeline_html"]
+__all__ = [
+    "BAR_BUDGET",
+    "KIND_STYLE",
+    "View",
+    "choose_view",
+    "embedding_share",
+    "expand",
+    "expand_span",
+    "expanded_count",
+    "figure",
+    "figure_html",
+    "idle_spans",
+    "memory_lines",
+    "merge_runs",
+    "reproduction_html",
+    "timeline_html",
+]

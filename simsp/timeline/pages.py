@@ -5,9 +5,11 @@ import html
 
 from simsp.paper import FIGURE7_PCT
 
-PAGE_CSS = ("body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}"
-            "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px 8px;"
-            "text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}")
+PAGE_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}"
+    "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px 8px;"
+    "text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
+)
 
 
 def figure_html(spec: dict) -> str:
@@ -19,7 +21,9 @@ def figure_html(spec: dict) -> str:
 
 def _table(head: list, rows: list[list]) -> str:
     cells = "".join(f"<th>{html.escape(str(h))}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in rows
+    )
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
@@ -31,31 +35,71 @@ def _charts(tables: dict, headers: dict) -> dict:
     t2, t4, t5, f1 = (tables[t] for t in titles)
     figs = {}
     head = headers[titles[0]]
-    fig7 = go.Figure([go.Bar(name=f"simsp: {head[6 + i][2:]}", x=[r[0] for r in t2], y=[r[6 + i] for r in t2],
-                             offsetgroup=str(i)) for i in range(4)])
+    fig7 = go.Figure(
+        [
+            go.Bar(
+                name=f"simsp: {head[6 + i][2:]}",
+                x=[r[0] for r in t2],
+                y=[r[6 + i] for r in t2],
+                offsetgroup=str(i),
+            )
+            for i in range(4)
+        ]
+    )
     for i in range(4):
-        fig7.add_trace(go.Scatter(name="paper (Figure 7)" if i == 0 else None, showlegend=i == 0, mode="markers",
-                                  x=[r[0] for r in t2], y=[FIGURE7_PCT[r[0]][i] for r in t2], offsetgroup=str(i),
-                                  marker={"symbol": "diamond", "color": "black", "size": 9}))
-    fig7.update_layout(title="Figure 7: activation memory, % of the TP baseline (bars simsp, diamonds paper)",
-                       yaxis_title="%", barmode="group", scattermode="group")
+        fig7.add_trace(
+            go.Scatter(
+                name="paper (Figure 7)" if i == 0 else None,
+                showlegend=i == 0,
+                mode="markers",
+                x=[r[0] for r in t2],
+                y=[FIGURE7_PCT[r[0]][i] for r in t2],
+                offsetgroup=str(i),
+                marker={"symbol": "diamond", "color": "black", "size": 9},
+            )
+        )
+    fig7.update_layout(
+        title="Figure 7: activation memory, % of the TP baseline (bars simsp, diamonds paper)",
+        yaxis_title="%",
+        barmode="group",
+        scattermode="group",
+    )
     figs[titles[0]] = fig7
     fig4 = go.Figure()
-    for col, label in ((1, "paper forward"), (2, "simsp forward"), (4, "paper backward"), (5, "simsp backward")):
+    for col, label in (
+        (1, "paper forward"),
+        (2, "simsp forward"),
+        (4, "paper backward"),
+        (5, "simsp backward"),
+    ):
         fig4.add_trace(go.Bar(name=label, x=[r[0] for r in t4], y=[r[col] for r in t4]))
     fig4.update_layout(title="Table 4: one 22B layer (ms)", barmode="group", yaxis_title="ms")
     figs[titles[1]] = fig4
     fig5 = go.Figure()
-    for col, label in ((1, "paper full recompute"), (2, "simsp full recompute"), (4, "paper present work"),
-                       (5, "simsp present work")):
+    for col, label in (
+        (1, "paper full recompute"),
+        (2, "simsp full recompute"),
+        (4, "paper present work"),
+        (5, "simsp present work"),
+    ):
         fig5.add_trace(go.Bar(name=label, x=[r[0] for r in t5], y=[r[col] for r in t5]))
-    fig5.update_layout(title="Table 5: iteration time (s)", barmode="group", yaxis_type="log", yaxis_title="s")
+    fig5.update_layout(
+        title="Table 5: iteration time (s)", barmode="group", yaxis_type="log", yaxis_title="s"
+    )
     figs[titles[2]] = fig5
     x = [f"{r[0]}<br>{r[1]}" for r in f1]
-    fig1 = go.Figure([go.Bar(name="parameters + optimizer", x=x, y=[r[2] for r in f1]),
-                      go.Bar(name="activations", x=x, y=[r[3] for r in f1])])
-    fig1.add_hline(y=f1[0][4], line_dash="dash", line_color="red", annotation_text=f"{f1[0][4]:.0f} GiB HBM")
-    fig1.update_layout(title="Figure 1: memory per GPU (GiB), baseline vs present work", barmode="stack")
+    fig1 = go.Figure(
+        [
+            go.Bar(name="parameters + optimizer", x=x, y=[r[2] for r in f1]),
+            go.Bar(name="activations", x=x, y=[r[3] for r in f1]),
+        ]
+    )
+    fig1.add_hline(
+        y=f1[0][4], line_dash="dash", line_color="red", annotation_text=f"{f1[0][4]:.0f} GiB HBM"
+    )
+    fig1.update_layout(
+        title="Figure 1: memory per GPU (GiB), baseline vs present work", barmode="stack"
+    )
     figs[titles[3]] = fig1
     return figs
 
@@ -63,8 +107,10 @@ def _charts(tables: dict, headers: dict) -> dict:
 def reproduction_html(tables: dict, headers: dict) -> str:
     """The reproduction report: each table beside its chart, plotly.js inline once."""
     figs = _charts(tables, headers)
-    parts = [f"<html><head><meta charset='utf-8'><title>simsp reproduction</title><style>{PAGE_CSS}</style>"
-             "</head><body><h1>Korthikanti et al. 2022, reproduced by simsp</h1>"]
+    parts = [
+        f"<html><head><meta charset='utf-8'><title>simsp reproduction</title><style>{PAGE_CSS}</style>"
+        "</head><body><h1>Korthikanti et al. 2022, reproduced by simsp</h1>"
+    ]
     for i, (title, rows) in enumerate(tables.items()):
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(_table(headers[title], rows))

@@ -21,7 +21,12 @@ MEMORY_POINTS = 2_000
 MERGEABLE = frozenset(("forward", "backward", "recompute"))
 
 ROW_ORDER = ("compute", "tp_comm", "pp_comm", "dp_comm")
-STREAM_LABELS = {"compute": "compute", "tp_comm": "TP comm", "pp_comm": "PP send/recv", "dp_comm": "DP comm"}
+STREAM_LABELS = {
+    "compute": "compute",
+    "tp_comm": "TP comm",
+    "pp_comm": "PP send/recv",
+    "dp_comm": "DP comm",
+}
 KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blind safer)
     "forward": ("forward", "#4C78A8"),
     "backward": ("backward", "#F58518"),
@@ -52,6 +57,7 @@ class View:
 
 # ---- op-level expansion (pure; the Perfetto writer uses it too) ----------------------------
 
+
 def _virtual_stage(plan, span: Span) -> int:
     return span.chunk * plan.p + span.stage
 
@@ -63,9 +69,25 @@ def _lay_out(entries, t0: float, span: Span, layer: int) -> tuple[list[Span], fl
     for e in entries:
         start = prev_start if e.stream == "comm" and e.busy_s > e.seconds else cursor
         if e.busy_s > 0:
-            stream, kind = ("tp_comm", "tp_comm") if e.stream == "comm" else \
-                ("compute", "host_wait" if e.kind == "host" else e.phase)
-            out.append(Span(span.stage, stream, kind, e.op, start, e.busy_s, span.microbatch, span.chunk, layer, 1))
+            stream, kind = (
+                ("tp_comm", "tp_comm")
+                if e.stream == "comm"
+                else ("compute", "host_wait" if e.kind == "host" else e.phase)
+            )
+            out.append(
+                Span(
+                    span.stage,
+                    stream,
+                    kind,
+                    e.op,
+                    start,
+                    e.busy_s,
+                    span.microbatch,
+                    span.chunk,
+                    layer,
+                    1,
+                )
+            )
         cursor += e.seconds
         prev_start = start
     return out, cursor
@@ -84,7 +106,11 @@ def _extras(plan, span: Span, remainder_s: float, embedding_share: float) -> tup
 def _extra_piece(span: Span, name: str, start: float, dur: float) -> list[Span]:
     if dur <= 0:
         return []
-    return [Span(span.stage, "compute", "embedding", name, start, dur, span.microbatch, span.chunk, -1, 0)]
+    return [
+        Span(
+            span.stage, "compute", "embedding", name, start, dur, span.microbatch, span.chunk, -1, 0
+        )
+    ]
 
 
 def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
@@ -93,23 +119,34 @@ def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
     of the span the layers do not explain is the embedding (first chunk) or the output layer
     and loss (last chunk); `embedding_share` splits it where one chunk is both."""
     forward = span.kind == "forward"
-    entries = [e for e in plan.layer.entries if e.phase in (("forward",) if forward else ("recompute", "backward"))]
+    entries = [
+        e
+        for e in plan.layer.entries
+        if e.phase in (("forward",) if forward else ("recompute", "backward"))
+    ]
     pass_s = sum(e.seconds for e in entries)
     emb, out = _extras(plan, span, span.dur_s - span.layers * pass_s, embedding_share)
     layers = range(span.first_layer, span.first_layer + span.layers)
-    first, last = (("embedding", emb), ("output layer + loss", out)) if forward else \
-        (("output layer + loss grad", out), ("embedding grad", emb))
+    first, last = (
+        (("embedding", emb), ("output layer + loss", out))
+        if forward
+        else (("output layer + loss grad", out), ("embedding grad", emb))
+    )
     pieces = _extra_piece(span, first[0], span.start_s, first[1])
     t = span.start_s + first[1]
-    for layer in (layers if forward else reversed(layers)):
+    for layer in layers if forward else reversed(layers):
         laid, t = _lay_out(entries, t, span, layer)
         pieces += laid
     return pieces + _extra_piece(span, last[0], t, last[1])
 
 
 def _expandable(plan, span: Span) -> bool:
-    return plan.layer is not None and span.stream == "compute" and span.kind in ("forward", "backward") \
+    return (
+        plan.layer is not None
+        and span.stream == "compute"
+        and span.kind in ("forward", "backward")
         and span.layers > 0
+    )
 
 
 def expanded_count(plan, spans) -> int:
@@ -117,8 +154,10 @@ def expanded_count(plan, spans) -> int:
     counted with both an embedding and an output piece)."""
     if plan.layer is None:
         return len(spans)
-    per_pass = {k: sum(1 for e in plan.layer.entries if e.phase in ph and e.busy_s > 0)
-                for k, ph in (("forward", ("forward",)), ("backward", ("recompute", "backward")))}
+    per_pass = {
+        k: sum(1 for e in plan.layer.entries if e.phase in ph and e.busy_s > 0)
+        for k, ph in (("forward", ("forward",)), ("backward", ("recompute", "backward")))
+    }
     return sum(per_pass[s.kind] * s.layers + 2 if _expandable(plan, s) else 1 for s in spans)
 
 
@@ -129,6 +168,7 @@ def embedding_share(result) -> float:
         return 0.5
     from simsp.cost import cost_model
     from simsp.cost import stage_time as st
+
     cost, place = cost_model(result.hardware), st.placement(w, result.hardware.node.gpus)
     (ef, _), (of, _) = st.embedding_s(w, cost, place), st.output_s(w, cost, place)
     return ef / (ef + of) if ef + of > 0 else 0.5
@@ -144,6 +184,7 @@ def expand(plan, spans, embedding_share: float = 0.5) -> list[Span]:
 
 # ---- chunk level and aggregation --------------------------------------------------------------
 
+
 def tp_chunk_totals(plan, spans) -> list[Span]:
     """Per forward/backward chunk span, one TP-row span over it naming its TP collectives' totals."""
     if plan.layer is None:
@@ -155,10 +196,24 @@ def tp_chunk_totals(plan, spans) -> list[Span]:
             continue
         mine = [e for e in comm if (e.phase == "forward") == (s.kind == "forward")]
         exposed, busy = (s.layers * sum(getattr(e, a) for e in mine) for a in ("seconds", "busy_s"))
-        name = (f"TP comm in {s.name}: {len(mine) * s.layers} collectives, exposed {exposed / MS:.3f} ms, "
-                f"busy {busy / MS:.3f} ms ({exposed / s.dur_s:.0%} of the chunk)")
-        out.append(Span(s.stage, "tp_comm", "tp_comm", name, s.start_s, s.dur_s, s.microbatch, s.chunk,
-                        s.first_layer, s.layers))
+        name = (
+            f"TP comm in {s.name}: {len(mine) * s.layers} collectives, exposed {exposed / MS:.3f} ms, "
+            f"busy {busy / MS:.3f} ms ({exposed / s.dur_s:.0%} of the chunk)"
+        )
+        out.append(
+            Span(
+                s.stage,
+                "tp_comm",
+                "tp_comm",
+                name,
+                s.start_s,
+                s.dur_s,
+                s.microbatch,
+                s.chunk,
+                s.first_layer,
+                s.layers,
+            )
+        )
     return out
 
 
@@ -188,8 +243,10 @@ def _merged(run: list[Span]) -> Span:
     mbs = [s.microbatch for s in run]
     busy = sum(s.dur_s for s in run)
     end = max(s.end_s for s in run)
-    name = f"{len(run)} spans merged ({counts}), microbatches {min(mbs)}-{max(mbs)}, " \
-           f"busy {busy / (end - first.start_s):.0%}"
+    name = (
+        f"{len(run)} spans merged ({counts}), microbatches {min(mbs)}-{max(mbs)}, "
+        f"busy {busy / (end - first.start_s):.0%}"
+    )
     return Span(first.stage, first.stream, kind, name, first.start_s, end - first.start_s)
 
 
@@ -222,12 +279,17 @@ def choose_view(result, budget: int = BAR_BUDGET) -> View:
     n_ops = expanded_count(plan, spans)
     if plan.layer is not None and n_ops + len(idle) <= budget:
         bars = expand(plan, spans, embedding_share(result)) + idle
-        return View("op", tuple(bars), f"op level: {len(bars):,} bars, every layer's ops and TP collectives")
+        return View(
+            "op", tuple(bars), f"op level: {len(bars):,} bars, every layer's ops and TP collectives"
+        )
     tp = tp_chunk_totals(plan, spans)
     if len(spans) + len(tp) + len(idle) <= budget:
-        return View("chunk", tuple(list(spans) + tp + idle),
-                    f"chunk level: {len(spans):,} spans (op level would draw {n_ops:,} bars > {budget:,}); "
-                    f"the TP row shows each chunk's TP collectives, hover for totals")
+        return View(
+            "chunk",
+            tuple(list(spans) + tp + idle),
+            f"chunk level: {len(spans):,} spans (op level would draw {n_ops:,} bars > {budget:,}); "
+            f"the TP row shows each chunk's TP collectives, hover for totals",
+        )
     return _aggregated(spans, end, budget)
 
 
@@ -242,13 +304,16 @@ def _aggregated(spans, end: float, budget: int) -> View:
         if len(merged) + len(idle) <= budget or gap >= end:
             break
         gap *= 2
-    note = (f"AGGREGATED view: {len(spans):,} spans exceed {budget:,} bars, so each stage's compute spans "
-            f"less than {gap / MS:.1f} ms apart are merged into one bar and gaps under that are not shown; "
-            f"{dropped:,} PP send spans and the TP row are left out. The --trace file holds every span.")
+    note = (
+        f"AGGREGATED view: {len(spans):,} spans exceed {budget:,} bars, so each stage's compute spans "
+        f"less than {gap / MS:.1f} ms apart are merged into one bar and gaps under that are not shown; "
+        f"{dropped:,} PP send spans and the TP row are left out. The --trace file holds every span."
+    )
     return View("aggregated", tuple(merged + idle), note)
 
 
 # ---- memory ---------------------------------------------------------------------------------
+
 
 def _step_values(samples, at: np.ndarray) -> np.ndarray:
     """A stage's HBM (step function of its samples) at the given times; the last sample at a time wins."""
@@ -282,7 +347,9 @@ def memory_lines(result, max_lines: int = MEMORY_LINES, max_points: int = MEMORY
         group = [s for s in range(lo, min(lo + size, p)) if s in by_stage]
         if not group:
             continue
-        times = np.unique(np.concatenate([[m.time_s for m in by_stage[s]] for s in group] + [[end]]))
+        times = np.unique(
+            np.concatenate([[m.time_s for m in by_stage[s]] for s in group] + [[end]])
+        )
         values = np.max([_step_values(by_stage[s], times) for s in group], axis=0)
         if len(times) > max_points:
             times, values = _bin_max(times, values, end, max_points)

@@ -19,21 +19,85 @@ Modules: `data` (the derived vTrain CSVs), `cases` (measured values paired with 
 predicted-vs-measured page), `commands` (`simsp validate`: tables, --json, --out).
 """
 
-from simsp.validate.cases import (PAPER_HARDWARE, SETS, VTRAIN_HARDWARE, VTRAIN_PARALLEL, VTRAIN_VOCAB, Case,
-                                  Skipped, build_cases, paper_table4_cases, paper_table5_cases, project_path,
-                                  subset, vtrain_cases, vtrain_workload)
-from simsp.validate.commands import (CSV_FIELDS, case_rows, cmd_validate, json_summary, register, table,
-                                     write_outputs)
-from simsp.validate.data import (DATA_DIR, VTRAIN_COLUMNS, VTRAIN_SETTINGS, VTRAIN_SOURCE, derive_vtrain,
-                                 read_shared_csv, read_vtrain)
+from simsp.validate.cases import (
+    PAPER_HARDWARE,
+    SETS,
+    VTRAIN_HARDWARE,
+    VTRAIN_PARALLEL,
+    VTRAIN_VOCAB,
+    Case,
+    Skipped,
+    build_cases,
+    paper_table4_cases,
+    paper_table5_cases,
+    project_path,
+    subset,
+    vtrain_cases,
+    vtrain_workload,
+)
+from simsp.validate.commands import (
+    CSV_FIELDS,
+    case_rows,
+    cmd_validate,
+    json_summary,
+    register,
+    table,
+    write_outputs,
+)
+from simsp.validate.data import (
+    DATA_DIR,
+    VTRAIN_COLUMNS,
+    VTRAIN_SETTINGS,
+    VTRAIN_SOURCE,
+    derive_vtrain,
+    read_shared_csv,
+    read_vtrain,
+)
 from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, summarize, worst
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
 
-__all__ = ["BY_FIELDS", "COLOURS", "CSV_FIELDS", "DATA_DIR", "PAPER_HARDWARE", "SETS", "VTRAIN_COLUMNS",
-           "VTRAIN_HARDWARE", "VTRAIN_PARALLEL", "VTRAIN_SETTINGS", "VTRAIN_SOURCE", "VTRAIN_VOCAB", "Case",
-           "CaseResult", "Skipped", "Validation", "build_cases", "case_rows", "cmd_validate", "derive_vtrain",
-           "grouped", "json_summary", "metrics", "of_set", "paper_table4_cases", "paper_table5_cases", "predict",
-           "predict_all", "project_path", "read_shared_csv", "read_vtrain", "register", "run_validation",
-           "scatter_figure", "scatter_html", "subset", "summarize", "table", "vtrain_cases", "vtrain_workload",
-           "worst", "write_outputs"]
+__all__ = [
+    "BY_FIELDS",
+    "COLOURS",
+    "CSV_FIELDS",
+    "DATA_DIR",
+    "PAPER_HARDWARE",
+    "SETS",
+    "VTRAIN_COLUMNS",
+    "VTRAIN_HARDWARE",
+    "VTRAIN_PARALLEL",
+    "VTRAIN_SETTINGS",
+    "VTRAIN_SOURCE",
+    "VTRAIN_VOCAB",
+    "Case",
+    "CaseResult",
+    "Skipped",
+    "Validation",
+    "build_cases",
+    "case_rows",
+    "cmd_validate",
+    "derive_vtrain",
+    "grouped",
+    "json_summary",
+    "metrics",
+    "of_set",
+    "paper_table4_cases",
+    "paper_table5_cases",
+    "predict",
+    "predict_all",
+    "project_path",
+    "read_shared_csv",
+    "read_vtrain",
+    "register",
+    "run_validation",
+    "scatter_figure",
+    "scatter_html",
+    "subset",
+    "summarize",
+    "table",
+    "vtrain_cases",
+    "vtrain_workload",
+    "worst",
+    "write_outputs",
+]

@@ -57,18 +57,22 @@ class Skipped:
 def project_path(rel: str) -> Path:
     """A project file (hardware/, workloads/) from the working directory, else the source checkout."""
     from simsp.config import REPO_ROOT
+
     local = Path(rel)
     return local if local.exists() else REPO_ROOT / rel
 
 
 def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
-    return dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp))
+    return dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp)
+    )
 
 
 def paper_table4_cases() -> list[Case]:
     """Table 4: the 22B layer's forward and backward (ms) in the paper's five settings."""
     from simsp.config import load_workload
     from simsp.paper import TABLE4_22B_MS, TABLE4_LABELS
+
     base = load_workload(project_path("workloads/gpt-22b.yaml"))
     hw = str(project_path(PAPER_HARDWARE))
     cases = []
@@ -76,7 +80,9 @@ def paper_table4_cases() -> list[Case]:
         w = _variant(base, *key)
         for quantity, ms in (("layer_forward", fwd_ms), ("layer_backward", bwd_ms)):
             label = f"{TABLE4_LABELS[key]} {quantity.split('_')[1]}"
-            cases.append(Case("paper-table4", label, ms / 1e3, w, hw, quantity, f"22B layer, {label}"))
+            cases.append(
+                Case("paper-table4", label, ms / 1e3, w, hw, quantity, f"22B layer, {label}")
+            )
     return cases
 
 
@@ -84,26 +90,61 @@ def paper_table5_cases() -> list[Case]:
     """Table 5: iteration seconds with full recompute (no SP) and with the present work."""
     from simsp.config import load_workload
     from simsp.paper import MODELS, TABLE5_S
+
     hw = str(project_path(PAPER_HARDWARE))
     cases = []
     for name in MODELS:
         w = load_workload(project_path(f"workloads/{name}.yaml"))
         full_s, present_s = TABLE5_S[name]
-        cases.append(Case("paper-table5", f"{name} full", full_s, _variant(w, "full", False), hw,
-                          description=f"{name}, full recompute, no SP"))
-        cases.append(Case("paper-table5", f"{name} present", present_s, w, hw,
-                          description=f"{name}, SP + selective recompute"))
+        cases.append(
+            Case(
+                "paper-table5",
+                f"{name} full",
+                full_s,
+                _variant(w, "full", False),
+                hw,
+                description=f"{name}, full recompute, no SP",
+            )
+        )
+        cases.append(
+            Case(
+                "paper-table5",
+                f"{name} present",
+                present_s,
+                w,
+                hw,
+                description=f"{name}, SP + selective recompute",
+            )
+        )
     return cases
 
 
 def vtrain_workload(row: dict, name: str) -> Workload:
     """One derived vTrain row as a validated Workload (raises InputError if it is not one)."""
-    n = {k: int(row[k]) for k in ("layers", "hidden", "heads", "seq_len", "global_batch", "micro_batch",
-                                  "tp", "pp", "dp", "gpus")}
+    n = {
+        k: int(row[k])
+        for k in (
+            "layers",
+            "hidden",
+            "heads",
+            "seq_len",
+            "global_batch",
+            "micro_batch",
+            "tp",
+            "pp",
+            "dp",
+            "gpus",
+        )
+    }
     w = Workload(
         name=name,
-        model=ModelSpec(layers=n["layers"], hidden=n["hidden"], heads=n["heads"], seq_len=n["seq_len"],
-                        vocab=VTRAIN_VOCAB),
+        model=ModelSpec(
+            layers=n["layers"],
+            hidden=n["hidden"],
+            heads=n["heads"],
+            seq_len=n["seq_len"],
+            vocab=VTRAIN_VOCAB,
+        ),
         training=TrainingSpec(global_batch=n["global_batch"], micro_batch=n["micro_batch"]),
         parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **VTRAIN_PARALLEL),
     )
@@ -113,8 +154,10 @@ def vtrain_workload(row: dict, name: str) -> Workload:
 
 
 def _describe(row: dict) -> str:
-    return (f"L{row['layers']} h{row['hidden']} a{row['heads']} s{row['seq_len']} B{row['global_batch']} "
-            f"b{row['micro_batch']} tp{row['tp']} pp{row['pp']} dp{row['dp']}")
+    return (
+        f"L{row['layers']} h{row['hidden']} a{row['heads']} s{row['seq_len']} B{row['global_batch']} "
+        f"b{row['micro_batch']} tp{row['tp']} pp{row['pp']} dp{row['dp']}"
+    )
 
 
 def vtrain_cases(kind: str, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]]:
@@ -128,9 +171,19 @@ def vtrain_cases(kind: str, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped
         except (InputError, ValueError) as e:
             skipped.append(Skipped(f"vtrain-{kind}", name, str(e)))
             continue
-        desc = _describe(row) + (f" ({row['params_billion']}B)" if row.get("params_billion") else "")
-        cases.append(Case(f"vtrain-{kind}", name, float(row["iteration_time_ms"]) / 1e3, w, hw,
-                          description=desc))
+        desc = _describe(row) + (
+            f" ({row['params_billion']}B)" if row.get("params_billion") else ""
+        )
+        cases.append(
+            Case(
+                f"vtrain-{kind}",
+                name,
+                float(row["iteration_time_ms"]) / 1e3,
+                w,
+                hw,
+                description=desc,
+            )
+        )
     return cases, skipped
 
 

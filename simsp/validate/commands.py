@@ -23,11 +23,16 @@ def _worst_table(name: str, rs: list) -> list[str]:
     """One set's five worst cases, a line each under a heading."""
     top = worst(rs)
     width = max(12, *(len(r.case.name) for r in top))
-    lines = ["", f"{name}: five worst cases",
-             f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s}  description"]
+    lines = [
+        "",
+        f"{name}: five worst cases",
+        f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s}  description",
+    ]
     for r in top:
-        lines.append(f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
-                     f"{r.error:+7.1%}  {r.case.description}")
+        lines.append(
+            f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
+            f"{r.error:+7.1%}  {r.case.description}"
+        )
     return lines
 
 
@@ -39,7 +44,9 @@ def _metrics_line(label: str, m: dict, skipped: str) -> str:
 
 def _by_table(name: str, rs: list, by: str) -> list[str]:
     """One set's metrics for each value of the setting `by`."""
-    return ["", f"{name} by {by}:"] + [_metrics_line(f"  {by}={value}", m, "") for value, m in grouped(rs, by).items()]
+    return ["", f"{name} by {by}:"] + [
+        _metrics_line(f"  {by}={value}", m, "") for value, m in grouped(rs, by).items()
+    ]
 
 
 def table(v: Validation, by: str | None = None) -> str:
@@ -57,8 +64,17 @@ def table(v: Validation, by: str | None = None) -> str:
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("set", "case", "quantity", "measured_s", "predicted_s", "error",
-              *(k.name for k in KNOBS), "hardware", "description")
+CSV_FIELDS = (
+    "set",
+    "case",
+    "quantity",
+    "measured_s",
+    "predicted_s",
+    "error",
+    *(k.name for k in KNOBS),
+    "hardware",
+    "description",
+)
 
 
 def case_rows(v: Validation) -> list[dict]:
@@ -66,9 +82,19 @@ def case_rows(v: Validation) -> list[dict]:
     rows = []
     for r in v.results:
         c = r.case
-        rows.append({"set": c.set, "case": c.name, "quantity": c.quantity, "measured_s": f"{c.measured_s:.6g}",
-                     "predicted_s": f"{r.predicted_s:.6g}", "error": f"{r.error:.5f}", **values_of(c.workload),
-                     "hardware": Path(c.hardware).stem, "description": c.description})
+        rows.append(
+            {
+                "set": c.set,
+                "case": c.name,
+                "quantity": c.quantity,
+                "measured_s": f"{c.measured_s:.6g}",
+                "predicted_s": f"{r.predicted_s:.6g}",
+                "error": f"{r.error:.5f}",
+                **values_of(c.workload),
+                "hardware": Path(c.hardware).stem,
+                "description": c.description,
+            }
+        )
     return rows
 
 
@@ -85,7 +111,9 @@ def write_outputs(v: Validation, out_dir) -> list[Path]:
             writer.writerows(case_rows(v))
         html_path.write_text(html, encoding="utf-8")
     except OSError as e:
-        raise InputError(out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})") from None
+        raise InputError(
+            out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})"
+        ) from None
     return [csv_path, html_path]
 
 
@@ -111,9 +139,19 @@ def register(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help=help_, description=help_)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")
-    p.add_argument("--set", nargs="+", choices=SETS, metavar="NAME", help=f"sets to run (default all: {', '.join(SETS)})")
-    p.add_argument("--by", choices=BY_FIELDS, metavar="SETTING",
-                   help=f"also each set's errors grouped by one setting ({', '.join(BY_FIELDS)})")
+    p.add_argument(
+        "--set",
+        nargs="+",
+        choices=SETS,
+        metavar="NAME",
+        help=f"sets to run (default all: {', '.join(SETS)})",
+    )
+    p.add_argument(
+        "--by",
+        choices=BY_FIELDS,
+        metavar="SETTING",
+        help=f"also each set's errors grouped by one setting ({', '.join(BY_FIELDS)})",
+    )
     p.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
     p.set_defaults(func=cmd_validate)
     return p

@@ -38,8 +38,15 @@ VTRAIN_COLUMNS = {
     "iteration time (ms)": "iteration_time_ms",
 }
 
-VTRAIN_SETTINGS = ("use_checkpoint", "pipeline_scheduling", "use_gradient_bucket", "node_size",
-                   "inter_node_bandwidth", "intra_node_bandwidth", "gpu_name")
+VTRAIN_SETTINGS = (
+    "use_checkpoint",
+    "pipeline_scheduling",
+    "use_gradient_bucket",
+    "node_size",
+    "inter_node_bandwidth",
+    "intra_node_bandwidth",
+    "gpu_name",
+)
 """Keys of vTrain's example_config_val_*.json copied into the provenance header."""
 
 
@@ -49,7 +56,9 @@ def _vtrain_folder(shared_dir) -> Path:
     for folder in (base / "data" / "vtrain", base / "vtrain", base):
         if (folder / "ground_truth_single.csv").exists():
             return folder
-    raise InputError(shared_dir, "shared_dir", str(shared_dir), "holds no data/vtrain/ground_truth_single.csv")
+    raise InputError(
+        shared_dir, "shared_dir", str(shared_dir), "holds no data/vtrain/ground_truth_single.csv"
+    )
 
 
 def read_shared_csv(path) -> list[dict]:
@@ -88,8 +97,13 @@ def _provenance(kind: str, settings: dict, n: int) -> list[str]:
         f"{settings.get('node_size', 8)} GPUs a node, GPU {settings.get('gpu_name', 'A100')}, "
         f"inter-node {settings.get('inter_node_bandwidth')} Gb/s a node, "
         f"intra-node {settings.get('intra_node_bandwidth')} GB/s (vTrain's model parameters).",
-        "Columns: " + ", ".join(f"{v} = '{k}'" for k, v in VTRAIN_COLUMNS.items()
-                                if kind == "multi" or k != "Parameters (billion)") + ".",
+        "Columns: "
+        + ", ".join(
+            f"{v} = '{k}'"
+            for k, v in VTRAIN_COLUMNS.items()
+            if kind == "multi" or k != "Parameters (billion)"
+        )
+        + ".",
     ]
     return [f"# {line}" for line in lines]
 
@@ -107,7 +121,9 @@ def derive_vtrain(shared_dir, out_dir) -> list[Path]:
         headers = list(rows[0]) if rows else []
         unknown = [h for h in headers if h not in VTRAIN_COLUMNS]
         if unknown:
-            raise InputError(folder / f"ground_truth_{kind}.csv", "header", unknown, "unknown vTrain column")
+            raise InputError(
+                folder / f"ground_truth_{kind}.csv", "header", unknown, "unknown vTrain column"
+            )
         path = out / f"vtrain_{kind}.csv"
         with open(path, "w", newline="", encoding="utf-8") as f:
             f.write("\n".join(_provenance(kind, settings, len(rows))) + "\n")

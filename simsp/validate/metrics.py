@@ -32,8 +32,12 @@ def metrics(errors: list[float]) -> dict:
     n = len(errors)
     if n == 0:
         return {"n": 0, "mape": None, "max_abs_error": None, "bias": None}
-    return {"n": n, "mape": sum(abs(e) for e in errors) / n, "max_abs_error": max(abs(e) for e in errors),
-            "bias": sum(errors) / n}
+    return {
+        "n": n,
+        "mape": sum(abs(e) for e in errors) / n,
+        "max_abs_error": max(abs(e) for e in errors),
+        "bias": sum(errors) / n,
+    }
 
 
 BY_FIELDS = tuple(k.name for k in KNOBS)
@@ -50,7 +54,10 @@ def grouped(results: list[CaseResult], field: str) -> dict:
     groups: dict = {}
     for r in results:
         groups.setdefault(setting(r.case, field), []).append(r.error)
-    return {value: metrics(groups[value]) for value in sorted(groups, key=lambda v: (type(v).__name__, v))}
+    return {
+        value: metrics(groups[value])
+        for value in sorted(groups, key=lambda v: (type(v).__name__, v))
+    }
 
 
 def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
@@ -58,7 +65,9 @@ def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
     return sorted(results, key=lambda r: -abs(r.error))[:k]
 
 
-def summarize(results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None) -> dict:
+def summarize(
+    results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None
+) -> dict:
     """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and worst
     (and, with `by`, the same metrics for each value of that setting)."""
     out = {}
@@ -68,7 +77,15 @@ def summarize(results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: 
         if by:
             entry["by"] = {by: {str(value): m for value, m in grouped(rs, by).items()}}
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
-        entry["worst"] = [{"case": r.case.name, "description": r.case.description, "measured_s": r.case.measured_s,
-                           "predicted_s": r.predicted_s, "error": r.error} for r in worst(rs)]
+        entry["worst"] = [
+            {
+                "case": r.case.name,
+                "description": r.case.description,
+                "measured_s": r.case.measured_s,
+                "predicted_s": r.predicted_s,
+                "error": r.error,
+            }
+            for r in worst(rs)
+        ]
         out[name] = entry
     return {"sets": out}

@@ -16,6 +16,7 @@ _HARDWARE: dict = {}
 def _hardware(path: str):
     if path not in _HARDWARE:
         from simsp.config import load_hardware
+
         _HARDWARE[path] = load_hardware(path)
     return _HARDWARE[path]
 
@@ -23,16 +24,23 @@ def _hardware(path: str):
 def predict(case: Case) -> float:
     """simsp's seconds for a case (cost models are cached per hardware file and process)."""
     from simsp.cost import cost_model
+
     hw = _hardware(case.hardware)
     if case.quantity == "iteration":
         from simsp.report import run
+
         return run(case.workload, hw).iteration_time_s
     from simsp.cost.layer_time import layer_time
     from simsp.cost.stage_time import placement
     from simsp.layer import build_layer
+
     w = case.workload
-    lt = layer_time(build_layer(w.model, w.parallel, w.training.micro_batch), cost_model(hw), w.parallel,
-                    placement(w, hw.node.gpus).tp_ranks_per_node)
+    lt = layer_time(
+        build_layer(w.model, w.parallel, w.training.micro_batch),
+        cost_model(hw),
+        w.parallel,
+        placement(w, hw.node.gpus).tp_ranks_per_node,
+    )
     return lt.forward_s if case.quantity == "layer_forward" else lt.backward_s
 
 
@@ -58,8 +66,9 @@ class Validation:
         return summarize(list(self.results), list(self.skipped), self.sets, by)
 
 
-def run_validation(sets=SETS, workers: int | None = None, data_dir=DATA_DIR,
-                   limit: dict | None = None) -> Validation:
+def run_validation(
+    sets=SETS, workers: int | None = None, data_dir=DATA_DIR, limit: dict | None = None
+) -> Validation:
     """Build the cases of `sets`, predict them all and keep the results in case order.
 
     limit maps a set name to a case count: an evenly spread deterministic subset (for tests)."""

@@ -15,10 +15,15 @@ COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:
     """One set's markers, hovering with the case, its description and its error."""
     return {
-        "type": "scatter", "mode": "markers", "name": f"{name} (n={m['n']}, MAPE {m['mape']:.1%})",
-        "x": [r.case.measured_s for r in rs], "y": [r.predicted_s for r in rs],
+        "type": "scatter",
+        "mode": "markers",
+        "name": f"{name} (n={m['n']}, MAPE {m['mape']:.1%})",
+        "x": [r.case.measured_s for r in rs],
+        "y": [r.predicted_s for r in rs],
         "text": [f"{r.case.name}: {r.case.description}<br>error {r.error:+.1%}" for r in rs],
-        "hovertemplate": "%{text}<br>measured %{x:.4g} s<br>simsp %{y:.4g} s<extra>" + name + "</extra>",
+        "hovertemplate": "%{text}<br>measured %{x:.4g} s<br>simsp %{y:.4g} s<extra>"
+        + name
+        + "</extra>",
         "marker": {"color": colour, "size": 6, "opacity": 0.7},
     }
 
@@ -35,18 +40,43 @@ def scatter_figure(v: Validation) -> dict:
     values = [x for r in v.results for x in (r.case.measured_s, r.predicted_s) if x > 0]
     lo, hi = (min(values) / 1.5, max(values) * 1.5) if values else (1e-3, 1e3)
     span = [math.log10(lo), math.log10(hi)]  # plotly log axes take ranges in decades
-    data.append({"type": "scatter", "mode": "lines", "name": "y = x", "x": [lo, hi], "y": [lo, hi],
-                 "line": {"color": "#444", "dash": "dash", "width": 1}, "hoverinfo": "skip"})
-    return {"data": data, "layout": {
-        "title": {"text": "simsp validation: predicted vs measured"},
-        "xaxis": {"type": "log", "title": {"text": "measured (s)"}, "range": span, "constrain": "domain"},
-        "yaxis": {"type": "log", "title": {"text": "simsp (s)"}, "range": span, "scaleanchor": "x",
-                  "constrain": "domain"},
-        "hovermode": "closest", "height": 750, "legend": {"x": 0.01, "y": 0.99},
-    }}
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "y = x",
+            "x": [lo, hi],
+            "y": [lo, hi],
+            "line": {"color": "#444", "dash": "dash", "width": 1},
+            "hoverinfo": "skip",
+        }
+    )
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": "simsp validation: predicted vs measured"},
+            "xaxis": {
+                "type": "log",
+                "title": {"text": "measured (s)"},
+                "range": span,
+                "constrain": "domain",
+            },
+            "yaxis": {
+                "type": "log",
+                "title": {"text": "simsp (s)"},
+                "range": span,
+                "scaleanchor": "x",
+                "constrain": "domain",
+            },
+            "hovermode": "closest",
+            "height": 750,
+            "legend": {"x": 0.01, "y": 0.99},
+        },
+    }
 
 
 def scatter_html(v: Validation) -> str:
     """The scatter as a self-contained page (plotly.js inline)."""
     from simsp.timeline import figure_html  # imports plotly only now, when a page is drawn
+
     return figure_html(scatter_figure(v))

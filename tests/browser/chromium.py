@@ -17,9 +17,25 @@ import tempfile
 import time
 from pathlib import Path
 
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless_shell")
-FLAGS = ("--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--no-default-browser-check",
-         "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio")
+CANDIDATES = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "chrome",
+    "headless_shell",
+)
+FLAGS = (
+    "--headless",
+    "--disable-gpu",
+    "--no-sandbox",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 
 HEAD_SCRIPT = """<script>
 window.__probeErrors = [];
@@ -86,12 +102,14 @@ def find_chromium() -> str | None:
 def instrument(html: str, probe: str = PLOTLY_PROBE) -> str:
     """The page with the error recorder first in <head> and the probe last in <body>."""
     head = re.search(r"<head[^>]*>", html, re.I)
-    html = html[:head.end()] + HEAD_SCRIPT + html[head.end():] if head else HEAD_SCRIPT + html
+    html = html[: head.end()] + HEAD_SCRIPT + html[head.end() :] if head else HEAD_SCRIPT + html
     end = html.lower().rfind("</body>")
     return html[:end] + probe + html[end:] if end >= 0 else html + probe
 
 
-def _run(binary: str, args: list[str], timeout_s: float) -> tuple[subprocess.CompletedProcess, float]:
+def _run(
+    binary: str, args: list[str], timeout_s: float
+) -> tuple[subprocess.CompletedProcess, float]:
     with tempfile.TemporaryDirectory(prefix="simsp-chromium-") as profile:
         cmd = [binary, *FLAGS, f"--user-data-dir={profile}", *args]
         t0 = time.perf_counter()
@@ -99,10 +117,17 @@ def _run(binary: str, args: list[str], timeout_s: float) -> tuple[subprocess.Com
         return proc, time.perf_counter() - t0
 
 
-def dump_dom(binary: str, url: str, timeout_s: float = 60, budget_ms: int = 20_000,
-             extra: tuple[str, ...] = ()) -> tuple[str, float]:
+def dump_dom(
+    binary: str,
+    url: str,
+    timeout_s: float = 60,
+    budget_ms: int = 20_000,
+    extra: tuple[str, ...] = (),
+) -> tuple[str, float]:
     """(the DOM after load, wall seconds) of a page in headless Chromium."""
-    proc, wall = _run(binary, [*extra, f"--virtual-time-budget={budget_ms}", "--dump-dom", url], timeout_s)
+    proc, wall = _run(
+        binary, [*extra, f"--virtual-time-budget={budget_ms}", "--dump-dom", url], timeout_s
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc.stdout, wall
@@ -112,12 +137,22 @@ def read_probe(dom: str) -> dict:
     """The JSON the probe script wrote into the page."""
     m = _PROBE_RE.search(dom)
     if not m:
-        raise AssertionError(f"probe output missing from the dumped DOM (page did not finish loading?): {dom[-500:]}")
-    text = m.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
+        raise AssertionError(
+            f"probe output missing from the dumped DOM (page did not finish loading?): {dom[-500:]}"
+        )
+    text = (
+        m.group(1)
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", '"')
+        .replace("&amp;", "&")
+    )
     return json.loads(text)
 
 
-def probe_page(binary: str, html: str, workdir: Path, name: str = "page.html", timeout_s: float = 60) -> dict:
+def probe_page(
+    binary: str, html: str, workdir: Path, name: str = "page.html", timeout_s: float = 60
+) -> dict:
     """Load an instrumented copy of a page and return its findings plus `wall_s` (process wall time)."""
     path = Path(workdir) / name
     path.write_text(instrument(html))
@@ -127,10 +162,15 @@ def probe_page(binary: str, html: str, workdir: Path, name: str = "page.html", t
     return found
 
 
-def screenshot(binary: str, url: str, out_png: Path, size: str = "1600,1000", timeout_s: float = 60) -> float:
+def screenshot(
+    binary: str, url: str, out_png: Path, size: str = "1600,1000", timeout_s: float = 60
+) -> float:
     """Wall seconds to render a page into a PNG."""
-    proc, wall = _run(binary, [f"--screenshot={out_png}", f"--window-size={size}",
-                               "--virtual-time-budget=10000", url], timeout_s)
+    proc, wall = _run(
+        binary,
+        [f"--screenshot={out_png}", f"--window-size={size}", "--virtual-time-budget=10000", url],
+        timeout_s,
+    )
     if proc.returncode != 0 or not Path(out_png).exists():
         raise RuntimeError(f"chromium screenshot failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return wall
