@@ -431,7 +431,7 @@ def half_memory_hardware(tmp_path: Path) -> Path:
     data["gpu"]["hbm_gib"] = 40
     cal = data["calibration"]
     for k, v in cal.items():
-        if k in ("gemm", "gemm_model"):
+        if k in ("gemm", "gemm_model", "flash_attention"):
             cal[k] = str(src.parent / v)
         elif k in ("nvlink", "infiniband"):
             cal[k] = [str(src.parent / p) for p in v]

@@ -49,8 +49,10 @@ SCRIPT = "hardware/calibration/derive_library.py"
 REF = "../shared/reference/hardware-and-calibration.md"
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 AR, AG, RS = "all_reduce", "all_gather", "reduce_scatter"
-KEEP_SECTION = "\n## Modeled GEMM table"
-"""A README section other scripts append (derive_gemm_model.py); kept when README.md is rewritten."""
+KEEP_SECTION = "\n## "
+"""Start of the README sections other scripts append (derive_gemm_model.py's "## Modeled GEMM table",
+derive_flash_attention.py's "## FlashAttention throughput"); the README this script writes has no
+"## " heading, so everything from the first one on is kept when README.md is rewritten."""
 
 
 def pow2_sizes(lo: int, hi: int) -> tuple[int, ...]:

@@ -45,7 +45,9 @@ class AttentionTable:
     size (in log scale; ties to the larger); at that head size, the fastest kernel at each
     measured sequence length (a framework dispatches to the best it has), interpolated linearly
     in log2(seq_len) between neighbours and held flat beyond the measured range. A direction
-    missing for that mask falls back to fwd_bwd. None when the table has no row for the mask.
+    missing for that mask (published backward figures are often non-causal only) takes the other
+    mask's rate for that direction times the measured causal / non-causal forward ratio at the
+    same head size and length; failing that, the mask's fwd_bwd rate. None when nothing covers it.
     """
 
     points: tuple[AttentionPoint, ...]
@@ -66,12 +68,23 @@ class AttentionTable:
         self, head_dim: int, seq_len: int, causal: bool, direction: str
     ) -> float | None:
         """Achieved TFLOP/s (benchmark FLOP count) of one direction, or None if not covered."""
-        for want in (direction, "fwd_bwd"):
-            dims = [d for (c, r, d) in self._curves if c == causal and r == want]
-            if dims:
-                nearest = min(dims, key=lambda d: (abs(math.log(d / head_dim)), -d))
-                return _interpolate(self._curves[(causal, want, nearest)], seq_len)
-        return None
+        rate = self._curve_rate(head_dim, seq_len, causal, direction)
+        if rate is not None or direction == "fwd":
+            return rate
+        other = self._curve_rate(head_dim, seq_len, not causal, direction)
+        fwd = self._curve_rate(head_dim, seq_len, causal, "fwd")
+        fwd_other = self._curve_rate(head_dim, seq_len, not causal, "fwd")
+        if other is not None and fwd is not None and fwd_other:
+            return other * fwd / fwd_other
+        return self._curve_rate(head_dim, seq_len, causal, "fwd_bwd")
+
+    def _curve_rate(self, head_dim: int, seq_len: int, causal: bool, direction: str) -> float | None:
+        """The measured curve of exactly this mask and direction, at the nearest head size."""
+        dims = [d for (c, r, d) in self._curves if c == causal and r == direction]
+        if not dims:
+            return None
+        nearest = min(dims, key=lambda d: (abs(math.log(d / head_dim)), -d))
+        return _interpolate(self._curves[(causal, direction, nearest)], seq_len)
 
 
 def _interpolate(curve: tuple[tuple[int, float], ...], seq_len: int) -> float:

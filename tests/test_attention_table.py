@@ -1,0 +1,89 @@
+"""FlashAttention throughput tables: reading, the lookup rule, and the cost they give an op."""
+
+import pytest
+
+from simsp.calibration import read_attention_table
+from simsp.calibration.attention import AttentionPoint, AttentionTable
+from simsp.config import load_hardware
+from simsp.cost.compute import ComputeModel
+from simsp.errors import InputError
+from simsp.layer import Attention
+
+
+def _table(*rows) -> AttentionTable:
+    return AttentionTable(tuple(AttentionPoint("gpu", k, d, s, c, r, x) for k, d, s, c, r, x in rows))
+
+
+T = _table(("fa2", 128, 1024, False, "fwd", 200.0), ("fa2", 128, 4096, False, "fwd", 300.0),
+           ("fa3", 128, 4096, False, "fwd", 330.0), ("fa2", 128, 4096, True, "fwd", 270.0),
+           ("fa2", 128, 1024, True, "fwd", 150.0), ("fa2", 128, 4096, False, "bwd", 240.0),
+           ("fa2", 64, 4096, False, "fwd", 250.0), ("fa2", 64, 4096, True, "fwd_bwd", 180.0))
+
+
+def test_exact_point_takes_the_fastest_kernel():
+    assert T.lookup_tflops(128, 4096, False, "fwd") == 330.0
+
+
+def test_log_sequence_interpolation_and_flat_outside():
+    assert T.lookup_tflops(128, 2048, False, "fwd") == pytest.approx(200 + 0.5 * (330 - 200))
+    assert T.lookup_tflops(128, 65536, False, "fwd") == 330.0
+    assert T.lookup_tflops(128, 256, False, "fwd") == 200.0
+
+
+def test_nearest_head_size_in_log_scale():
+    assert T.lookup_tflops(80, 4096, False, "fwd") == 250.0  # log(80/64) < log(128/80)
+    assert T.lookup_tflops(96, 4096, False, "fwd") == 330.0  # tie in log scale: the larger
+
+
+def test_missing_causal_backward_scales_the_non_causal_one_by_the_forward_ratio():
+    assert T.lookup_tflops(128, 4096, True, "bwd") == pytest.approx(240.0 * 270.0 / 330.0)
+
+
+def test_else_the_mask_s_fwd_bwd_rate():
+    only = _table(("fa2", 64, 4096, True, "fwd_bwd", 180.0), ("fa2", 64, 4096, True, "fwd", 200.0))
+    assert only.lookup_tflops(64, 4096, True, "bwd") == 180.0
+    assert only.lookup_tflops(64, 4096, False, "fwd") is None
+
+
+def test_shipped_tables_read_and_cover_the_modern_head_size():
+    for name in ("dgx-a100-80gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"):
+        hw = load_hardware(f"hardware/{name}.yaml")
+        table = read_attention_table(hw.calibration.flash_attention)
+        for causal in (True, False):
+            for direction in ("fwd", "bwd"):
+                assert table.lookup_tflops(128, 8192, causal, direction) > 0, (name, causal, direction)
+        assert all(p.source for p in table.points), name
+
+
+def test_an_op_takes_benchmark_flops_over_the_rate(tmp_path):
+    hw = load_hardware("hardware/dgx-h100.yaml")
+    cm = ComputeModel(hw)
+    att = Attention(batch_heads=16, seq_len=8192, head_dim=128, causal=True)
+    rate = cm.attention_table.lookup_tflops(128, 8192, True, "fwd")
+    assert cm.flash_attention(att).seconds == pytest.approx(att.benchmark_flops / (rate * 1e12))
+    rate_b = cm.attention_table.lookup_tflops(128, 8192, True, "bwd")
+    assert cm.flash_attention(att, backward=True).seconds == pytest.approx(2.5 * att.benchmark_flops / (rate_b * 1e12))
+    assert cm.flash_attention(att).source == "flash table"
+
+
+def test_without_a_table_the_op_is_its_batched_gemms():
+    hw = load_hardware("hardware/dgx-a100-80gb.yaml")
+    import dataclasses
+
+    cm = ComputeModel(dataclasses.replace(hw, calibration=dataclasses.replace(hw.calibration, flash_attention="")))
+    att = Attention(batch_heads=16, seq_len=2048, head_dim=128, causal=True)
+    from simsp.layer import Gemm
+
+    gemms = cm.gemm(Gemm(2048, 2048, 128, 16)).seconds + cm.gemm(Gemm(2048, 128, 2048, 16)).seconds
+    assert cm.flash_attention(att).seconds == pytest.approx(gemms / 2)
+    assert cm.flash_attention(att).source != "flash table"
+
+
+def test_a_bad_row_is_one_error_naming_it(tmp_path):
+    path = tmp_path / "fa.csv"
+    path.write_text("gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,maybe,fwd,1,s\n")
+    with pytest.raises(InputError, match="row 1"):
+        read_attention_table(path)
+    path.write_text("gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,true,sideways,1,s\n")
+    with pytest.raises(InputError, match="direction"):
+        read_attention_table(path)
