@@ -47,7 +47,8 @@ def main():
 
 
 def llama_405b_18k():
-    """The modern-decoder target: load (Hugging Face config), cost and simulate from a cold start."""
+    """The modern-decoder target: load (Hugging Face config), cost and simulate from a cold
+    start."""
     from simsp.analytic import clear_caches
 
     best = None
@@ -64,8 +65,8 @@ def llama_405b_18k():
         wall = time.perf_counter() - t
         best = wall if best is None else min(best, wall)
     print(
-        f"llama-3.1-405b on 18,432 H100s (tp 8, pp 18, dp 128, v 7): {best:.2f} s wall cold (best of 3), "
-        f"{len(sim.spans)} spans, iteration {sim.iteration_s:.2f} s simulated: "
+        f"llama-3.1-405b on 18,432 H100s (tp 8, pp 18, dp 128, v 7): {best:.2f} s wall cold (best "
+        f"of 3), {len(sim.spans)} spans, iteration {sim.iteration_s:.2f} s simulated: "
         f"{'meets' if best < 5 else 'MISSES'} the 5 s target"
     )
 

@@ -66,8 +66,8 @@ def main() -> None:
     n = len(configs)
     print(f"grid points {points:,}, valid distinct configurations {n:,}")
     print(
-        f"cold (empty caches), enumeration + estimate: {t_cold:.2f} s = {n / t_cold:,.0f} configurations/s "
-        f"(enumeration alone {t_enum:.2f} s)"
+        f"cold (empty caches), enumeration + estimate: {t_cold:.2f} s = {n / t_cold:,.0f} "
+        f"configurations/s (enumeration alone {t_enum:.2f} s)"
     )
     print(f"warm, estimate only: {t_warm:.2f} s = {n / t_warm:,.0f} configurations/s")
     fits = sum(e.fits for e in estimates)
@@ -83,8 +83,8 @@ def main() -> None:
             worst = max(worst, abs(e.iteration_time_s / r.iteration_time_s - 1))
             assert e.peak_bytes == r.memory.peak_bytes, dataclasses.asdict(c.workload.parallel)
         print(
-            f"sample of {min(args.sample, len(small))} against the engine: worst time error {worst:.3%}, "
-            f"peak memory equal"
+            f"sample of {min(args.sample, len(small))} against the engine: worst time error "
+            f"{worst:.3%}, peak memory equal"
         )
     rate = n / t_cold
     print(

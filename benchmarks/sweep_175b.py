@@ -38,12 +38,14 @@ def main() -> None:
         wall = time.perf_counter() - t0
     c = outcome.counts
     print(
-        f"wall time {wall:.1f} s on {args.jobs} processes ({'meets' if wall < 120 else 'MISSES'} < 2 min)"
+        f"wall time {wall:.1f} s on {args.jobs} processes ({'meets' if wall < 120 else 'MISSES'} < "
+        "2 min)"
     )
     print(
-        f"grid points {c.grid_points}: {c.invalid} invalid, {c.duplicates} duplicates (SP with tp=1), "
-        f"{c.fallback} run as 1F1B where interleaving is invalid; {c.configs} configurations simulated "
-        f"({outcome.simulated} this run), {sum(r['fits'] == 'true' for r in outcome.rows)} fit"
+        f"grid points {c.grid_points}: {c.invalid} invalid, {c.duplicates} duplicates (SP with "
+        f"tp=1), {c.fallback} run as 1F1B where interleaving is invalid; {c.configs} "
+        f"configurations simulated ({outcome.simulated} this run), "
+        f"{sum(r['fits'] == 'true' for r in outcome.rows)} fit"
     )
     print(summary(outcome))
     print()
@@ -54,15 +56,16 @@ def main() -> None:
     paper = run(paper_w, load_hardware(ROOT / "hardware" / "dgx-a100-80gb.yaml"))
     print(
         f"paper setting  {describe(paper_w, paper.hardware).split(': ', 1)[1]}: "
-        f"{paper.iteration_time_s:.3f} s, MFU {paper.mfu():.1%}, peak {paper.memory.peak_bytes / GIB:.2f} GiB"
+        f"{paper.iteration_time_s:.3f} s, MFU {paper.mfu():.1%}, peak "
+        f"{paper.memory.peak_bytes / GIB:.2f} GiB"
     )
     if top:
         r = top[0]
         t = float(r["iteration_time_s"])
         print(
-            f"best fitting   {describe_row(r)}: {t:.3f} s, MFU {float(r['mfu']):.1%}, "
-            f"peak {int(r['peak_bytes']) / GIB:.2f} GiB -> {paper.iteration_time_s / t - 1:+.1%} throughput "
-            f"vs the paper's setting"
+            f"best fitting   {describe_row(r)}: {t:.3f} s, MFU {float(r['mfu']):.1%}, peak "
+            f"{int(r['peak_bytes']) / GIB:.2f} GiB -> {paper.iteration_time_s / t - 1:+.1%} "
+            "throughput vs the paper's setting"
         )
 
 

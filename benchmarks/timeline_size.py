@@ -80,8 +80,9 @@ def main() -> int:
         out_dir = Path(args.keep or tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
         print(
-            f"{'workload':12s} {'spans':>7s} {'level':>10s} {'sim s':>6s} {'html MB':>8s} {'html s':>7s} "
-            f"{'trace MB':>9s} {'trace s':>8s} {'open s':>7s} {'drawn s':>8s} {'JS errors':>9s}"
+            f"{'workload':12s} {'spans':>7s} {'level':>10s} {'sim s':>6s} {'html MB':>8s} "
+            f"{'html s':>7s} {'trace MB':>9s} {'trace s':>8s} {'open s':>7s} {'drawn s':>8s} "
+            f"{'JS errors':>9s}"
         )
         for name in WORKLOADS:
             r = measure(name, hw, out_dir, chromium)
@@ -91,8 +92,9 @@ def main() -> int:
                 else f"{'-':>7s} {'-':>8s} {'-':>9s}"
             )
             print(
-                f"{r['workload']:12s} {r['spans']:7d} {r['level']:>10s} {r['sim_s']:6.2f} {r['html_mb']:8.2f} "
-                f"{r['html_s']:7.2f} {r['trace_mb']:9.2f} {r['trace_s']:8.2f} {browser}",
+                f"{r['workload']:12s} {r['spans']:7d} {r['level']:>10s} {r['sim_s']:6.2f} "
+                f"{r['html_mb']:8.2f} {r['html_s']:7.2f} {r['trace_mb']:9.2f} {r['trace_s']:8.2f} "
+                f"{browser}",
                 flush=True,
             )
         if args.keep:

@@ -42,7 +42,8 @@ def main():
     )
     for name, m in v.summary()["sets"].items():
         print(
-            f"  {name:14s} n={m['n']:5d} MAPE {m['mape']:6.1%} max {m['max_abs_error']:6.1%} bias {m['bias']:+6.1%}"
+            f"  {name:14s} n={m['n']:5d} MAPE {m['mape']:6.1%} max {m['max_abs_error']:6.1%} bias "
+            f"{m['bias']:+6.1%}"
         )
 
 

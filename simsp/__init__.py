@@ -4,7 +4,8 @@ Implements Korthikanti et al., "Reducing Activation Recomputation in Large Trans
 Models" (MLSys 2023, arXiv 2205.05198). See DESIGN.md for the data flow.
 
     >>> from simsp import load_workload, load_hardware, run, estimate
-    >>> w, hw = load_workload("workloads/gpt3-175b.yaml"), load_hardware("hardware/dgx-a100-80gb.yaml")
+    >>> w = load_workload("workloads/gpt3-175b.yaml")
+    >>> hw = load_hardware("hardware/dgx-a100-80gb.yaml")
     >>> run(w, hw).iteration_time_s        # event simulation
     >>> estimate(w, hw).iteration_time_s   # closed form
 """

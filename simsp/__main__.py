@@ -1,4 +1,5 @@
-"""`python -m simsp ...`: the CLI without installing the console script (e.g. on a bare GPU image)."""
+"""`python -m simsp ...`: the CLI without installing the console script (e.g. on a bare GPU
+image)."""
 
 import sys
 

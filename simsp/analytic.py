@@ -76,7 +76,8 @@ def stage_work_s(c) -> tuple[float, ...]:
 
 
 def pipeline_s(c) -> float:
-    """Makespan of the forwards and backwards: (m - 1) max W + (p + v - 1)/(pv) sum(F + B) + 2(p - 1)c."""
+    """Makespan of the forwards and backwards:
+    (m - 1) max W + (p + v - 1)/(pv) sum(F + B) + 2(p - 1)c."""
     chunk_sum = sum(x.forward_s + x.backward_s for x in c.chunks)
     return (
         (c.m - 1) * max(stage_work_s(c))
@@ -115,7 +116,8 @@ def stage_done_s(c) -> tuple[float, ...]:
 
 
 def iteration_s(c) -> float:
-    """Iteration time of a Plan (or its StageCosts) in closed form: slowest stage, then the optimizer."""
+    """Iteration time of a Plan (or its StageCosts) in closed form: slowest stage, then the
+    optimizer."""
     return max(stage_done_s(c)) + max(c.optimizer_s)
 
 

@@ -1,4 +1,5 @@
-"""Command line: `simsp run | memory | layer ...`. Bad input exits 2 with one line, never a traceback."""
+"""Command line: `simsp run | memory | layer ...`. Bad input exits 2 with one line, never a
+traceback."""
 
 import sys
 
@@ -100,7 +101,8 @@ def parser() -> Parser:
 
 
 def cmd_reproduce(args) -> None:
-    """`simsp reproduce`: Table 2, Figure 7, Table 4, Table 5 and a Figure 1 chart, paper vs simsp."""
+    """`simsp reproduce`: Table 2, Figure 7, Table 4, Table 5 and a Figure 1 chart, paper vs
+    simsp."""
     from simsp.reproduce import reproduce, text_tables, write_report
 
     tables = reproduce(args.hardware)

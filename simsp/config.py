@@ -181,8 +181,8 @@ def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
 
 
 def load_workload(path, overrides: dict | None = None) -> Workload:
-    """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...}, 'training': {...}}),
-    validate."""
+    """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...},
+    'training': {...}}), validate."""
     data = read_yaml(path)
     _unknown_top(data, path, ("name", "model", "training", "parallel"))
     overrides = dict(overrides or {})

@@ -106,7 +106,8 @@ class _Run:
         yield from self.gradients(s, *last_b)
 
     def gradients(self, s: int, backward_start: float, backward_end: float):
-        """DP all-reduce (after, or bucket by bucket alongside, the last backward), tied-embedding sync."""
+        """DP all-reduce (after, or bucket by bucket alongside, the last backward),
+        tied-embedding sync."""
         plan, env = self.plan, self.env
         dp = plan.dp_s[s]
         if dp > 0:

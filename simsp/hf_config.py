@@ -71,7 +71,8 @@ MOE_TYPES = frozenset(
 """Mixture-of-experts model_types, refused by name."""
 
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-"""Expert-count keys (Mixtral, Qwen-MoE, DeepSeek, Megatron exports): more than one expert is MoE."""
+"""Expert-count keys (Mixtral, Qwen-MoE, DeepSeek, Megatron exports): more than one expert is
+MoE."""
 
 GATED_ACTS = {"silu": "swiglu", "swish": "swiglu"}
 """Activation of a gated (gate_proj * act(up_proj)) MLP -> ModelSpec.mlp. transformers'
@@ -299,7 +300,8 @@ def model_fields(config: dict, source: str) -> dict:
 def _family(config, source) -> Family:
     """The table for config['model_type'] (the `model_type` class attribute of each
     configuration_<family>.py, e.g. LlamaConfig.model_type = "llama"); MoE types
-    (configuration_mixtral.py "mixtral", configuration_qwen2_moe.py "qwen2_moe", ...) are refused."""
+    (configuration_mixtral.py "mixtral", configuration_qwen2_moe.py "qwen2_moe", ...) are
+    refused."""
     kind = config.get("model_type")
     if isinstance(kind, str) and kind in MOE_TYPES:
         raise InputError(source, "model_type", kind, "MoE is not supported yet")
@@ -362,10 +364,10 @@ def _kv_heads(config, source, fam, heads) -> int:
 
 
 def _head_dim(config, source, fam) -> int:
-    """Head size d where the family reads `head_dim` (configuration_llama.py, configuration_mistral.py,
-    configuration_nemotron.py: head_dim=None -> hidden_size // num_attention_heads) and
-    config.json sets it; 0 (ModelSpec: h / a) otherwise, which is also what modeling_qwen2.py,
-    modeling_gpt2.py and modeling_gpt_neox.py always compute."""
+    """Head size d where the family reads `head_dim` (configuration_llama.py,
+    configuration_mistral.py, configuration_nemotron.py: head_dim=None -> hidden_size //
+    num_attention_heads) and config.json sets it; 0 (ModelSpec: h / a) otherwise, which is also
+    what modeling_qwen2.py, modeling_gpt2.py and modeling_gpt_neox.py always compute."""
     if fam.head_dim is None or config.get(fam.head_dim) is None:
         return 0
     return _as_positive(source, fam.head_dim, config[fam.head_dim])
@@ -387,7 +389,8 @@ def _mlp(config, source, fam) -> str:
 
 def _flag(config, source, key_default) -> bool:
     """A bias flag (configuration_llama.py / configuration_nemotron.py attention_bias and
-    mlp_bias, configuration_gpt_neox.py attention_bias) from config.json, or its fixed/default value."""
+    mlp_bias, configuration_gpt_neox.py attention_bias) from config.json, or its fixed/default
+    value."""
     key, default = key_default
     if key is None or key not in config:
         return default
@@ -398,8 +401,9 @@ def _flag(config, source, key_default) -> bool:
 
 def _bias(config, source, fam) -> bool | str:
     """ModelSpec.bias: 'qkv' for Qwen2 (modeling_qwen2.py: q/k/v_proj bias=True, o_proj and MLP
-    False); True when attention and MLP both carry biases (modeling_gpt2.py Conv1D; modeling_gpt_neox.py
-    with attention_bias); False when neither (modeling_mistral.py; Llama and Nemotron defaults).
+    False); True when attention and MLP both carry biases (modeling_gpt2.py Conv1D;
+    modeling_gpt_neox.py with attention_bias); False when neither (modeling_mistral.py; Llama and
+    Nemotron defaults).
     Attention-only or MLP-only biases are not representable (modeling_llama.py's attention_bias
     also biases o_proj, which 'qkv' does not) and are refused."""
     if fam.qkv_bias_only:

@@ -62,7 +62,7 @@ def field_docs(cls) -> dict[str, str]:
     except (OSError, TypeError):
         return {}
     docs = {}
-    for node, nxt in zip(body, body[1:]):
+    for node, nxt in zip(body, body[1:], strict=False):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(nxt, ast.Expr)

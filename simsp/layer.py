@@ -116,7 +116,8 @@ class Op:
     saves: tuple[Saved, ...] = ()
     weights: tuple[Weight, ...] = ()
     selective: bool = False
-    """Re-run in backward by selective recompute (Megatron's core-attention checkpoint, paper §5)."""
+    """Re-run in backward by selective recompute (Megatron's core-attention checkpoint, paper
+    §5)."""
     fwd_comm: Collective | None = None
     bwd_comm: Collective | None = None
     overlaps_wgrad: bool = False
@@ -492,7 +493,8 @@ def build_layer(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> t
 
 # ---------------------------------------------------------------------------- end stages
 def layer_input(model: ModelSpec, micro_batch: int) -> Saved:
-    """What full recompute keeps per layer: its input, 2sbh (paper §5; sequence-sharded under SP)."""
+    """What full recompute keeps per layer: its input, 2sbh (paper §5; sequence-sharded under
+    SP)."""
     return Saved("layer input", BYTES_16BIT * model.seq_len * micro_batch * model.hidden, "sp")
 
 
@@ -508,7 +510,8 @@ def embedding_saves(model: ModelSpec, micro_batch: int) -> tuple[Saved, ...]:
 
 
 def output_saves(model: ModelSpec, tp: int, micro_batch: int) -> tuple[Saved, ...]:
-    """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, fp32 logits 4sbv (§4.3)."""
+    """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, fp32 logits
+    4sbv (§4.3)."""
     sb = model.seq_len * micro_batch
     return (
         Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),

@@ -95,7 +95,8 @@ def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int)
 def end_stage_bytes(
     model: ModelSpec, parallel: ParallelSpec, micro_batch: int
 ) -> tuple[float, float]:
-    """(first stage's embedding, last stage's output layer) activation bytes per microbatch (§4.3)."""
+    """(first stage's embedding, last stage's output layer) activation bytes per microbatch
+    (§4.3)."""
     return _end_stage_bytes(model, parallel.for_layer(), micro_batch)
 
 
@@ -131,7 +132,8 @@ def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
 
 
 def weight_bytes_per_param(parallel: ParallelSpec) -> float:
-    """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/d sharded."""
+    """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/d
+    sharded."""
     return 6 + 12 / parallel.dp if parallel.distributed_optimizer else 18.0
 
 
@@ -150,7 +152,9 @@ def interleaved_counts(p: int, m: int, v: int, stage: int) -> tuple[tuple[int, i
         if d > 0:
             seen.add(tuple(held))
     return tuple(
-        x for x in seen if not any(y != x and all(i >= j for i, j in zip(y, x)) for y in seen)
+        x
+        for x in seen
+        if not any(y != x and all(i >= j for i, j in zip(y, x, strict=True)) for y in seen)
     )
 
 

@@ -55,7 +55,8 @@ class ModelSpec:
     arXiv 2002.05202; Llama, Mistral, Qwen) or squared_relu (Primer, So et al. 2021,
     arXiv 2109.08668; Nemotron-4)."""
     norm: str = "layernorm"
-    """layernorm (weight and bias) or rmsnorm (weight only; Zhang & Sennrich 2019, arXiv 1910.07467)."""
+    """layernorm (weight and bias) or rmsnorm (weight only; Zhang & Sennrich 2019, arXiv
+    1910.07467)."""
     position: str = "learned"
     """learned absolute positions (an s x h table), rope (rotary, Su et al., arXiv 2104.09864,
     applied to Q and K), alibi (Press et al., arXiv 2108.12409, a bias inside the attention
@@ -72,7 +73,8 @@ class ModelSpec:
     """Input embedding and output layer share weights (the paper's §3; Llama-3 unties them)."""
     vocab_divisible_by: int = 128
     """Megatron pads the vocabulary to a multiple of this times t
-    (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer `_vocab_size_with_padding`)."""
+    (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
+    `_vocab_size_with_padding`)."""
 
     @property
     def ffn(self) -> int:

@@ -22,7 +22,8 @@ TABLE4_LABELS = {
 }
 
 TABLE5_S = {
-    # model: (full recompute without SP, present work = TP + SP + selective) iteration seconds (Table 5)
+    # model: (full recompute without SP, present work = TP + SP + selective) iteration seconds
+    # (Table 5)
     "gpt-22b": (1.42, 1.10),
     "gpt3-175b": (18.13, 13.75),
     "mt-nlg-530b": (49.05, 37.83),

@@ -29,7 +29,8 @@ class ParallelSpec:
     overlap_dp_comm: bool = False
     """Overlap the DP gradient all-reduce with backward, bucket by bucket."""
     dp_bucket_mb: float = 25.0
-    """Gradient bucket size for the overlapped all-reduce, MB (PyTorch DDP's bucket_cap_mb default)."""
+    """Gradient bucket size for the overlapped all-reduce, MB (PyTorch DDP's bucket_cap_mb
+    default)."""
     deallocate_pipeline_outputs: bool = True
     """Free a stage's output tensor after sending it (the paper's Appendix B)."""
 

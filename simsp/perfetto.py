@@ -159,7 +159,8 @@ def trace_events(result) -> list[dict]:
 
 
 def chrome_trace_json(result) -> str:
-    """The trace file's text: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}."""
+    """The trace file's text:
+    {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}."""
     from simsp.report import describe
 
     w, hw = result.workload, result.hardware

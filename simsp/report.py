@@ -65,7 +65,8 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
         if len(r.stages) > max_rows and i == 6:
             lines.append("  ...")
         lines.append(
-            f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  {_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
+            f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  "
+            f"{_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
         )
     verdict = "fits" if r.fits else "DOES NOT FIT"
     lines.append(
@@ -191,10 +192,11 @@ def run_summary(r: Result) -> str:
         f"{d['tokens_per_s']:,.0f} tokens/s",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms (recompute included)",
-        f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm {br['pp_comm_s']:.3f} s, "
-        f"DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, optimizer {br['optimizer_s']:.3f} s",
-        f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} GiB: "
-        f"{'fits' if r.memory.fits else 'DOES NOT FIT'}",
+        f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm "
+        f"{br['pp_comm_s']:.3f} s, DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, "
+        f"optimizer {br['optimizer_s']:.3f} s",
+        f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
+        f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
     ]
     return "\n".join(lines)
 
@@ -227,6 +229,7 @@ def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
         for e in lt.entries
     ]
     lines.append(
-        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute included)"
+        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute "
+        "included)"
     )
     return "\n".join(lines)

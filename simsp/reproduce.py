@@ -94,7 +94,8 @@ def table5(workloads, hw) -> tuple[list[list], dict]:
 
 
 def figure1(workloads, hw) -> list[list]:
-    """Most-loaded stage's memory per GPU (GiB): TP baseline (no SP, no recompute) vs present work."""
+    """Most-loaded stage's memory per GPU (GiB): TP baseline (no SP, no recompute) vs present
+    work."""
     rows = []
     for name, w in workloads.items():
         for label, ww in (("baseline", _variant(w, "none", False)), ("present work", w)):
@@ -154,7 +155,7 @@ def reproduce(hardware_path=None) -> dict[str, list[list]]:
     workloads = {n: load_workload(REPO_ROOT / "workloads" / f"{n}.yaml") for n in MODELS}
     t5, _ = table5(workloads, hw)
     tables = [table2(workloads), table4(workloads["gpt-22b"], hw), t5, figure1(workloads, hw)]
-    return dict(zip(HEADERS, tables))
+    return dict(zip(HEADERS, tables, strict=True))
 
 
 def text_tables(tables: dict[str, list[list]]) -> str:
@@ -162,9 +163,11 @@ def text_tables(tables: dict[str, list[list]]) -> str:
     out = []
     for title, rows in tables.items():
         head = HEADERS[title]
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-        out += [title, "  ".join(str(h).rjust(wd) for h, wd in zip(head, widths))]
-        out += ["  ".join(str(x).rjust(wd) for x, wd in zip(row, widths)) for row in rows] + [""]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+        out += [title, "  ".join(str(h).rjust(wd) for h, wd in zip(head, widths, strict=True))]
+        out += [
+            "  ".join(str(x).rjust(wd) for x, wd in zip(row, widths, strict=True)) for row in rows
+        ] + [""]
     return "\n".join(out)
 
 

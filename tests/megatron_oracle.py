@@ -96,7 +96,8 @@ def _resolve(hidden_size, num_attention_heads, num_query_groups, kv_channels):
             hidden_size=hidden_size, num_attention_heads=num_attention_heads
         )
     # Group Query Attention.
-    # (source: ``if not args.group_query_attention: args.num_query_groups = args.num_attention_heads``)
+    # (source:
+    # ``if not args.group_query_attention: args.num_query_groups = args.num_attention_heads``)
     if num_query_groups is None:
         num_query_groups = num_attention_heads
     return num_query_groups, kv_channels
@@ -172,7 +173,8 @@ def megatron_flops(
 
 @dataclass(frozen=True)
 class MegatronParameterCounts:
-    """The intermediate quantities of ``compute_weight_and_optimizer_memory`` (its verbose prints)."""
+    """The intermediate quantities of ``compute_weight_and_optimizer_memory`` (its verbose
+    prints)."""
 
     num_parameters_in_transformer_layers: float
     num_parameters_in_embedding_layers: float
@@ -362,8 +364,8 @@ def megatron_activation_memory(
         #  in_flight_microbatches = math.ceil(penalty * pipeline_model_parallel_size))
         activation_memory *= interleaved_schedule_memory_penalty
 
-    # If using non-interleaved schedule, number of microbatches in pipeline can be less than pp_size,
-    # so discount accordingly.
+    # If using non-interleaved schedule, number of microbatches in pipeline can be less than
+    # pp_size, so discount accordingly.
     if virtual_pipeline_model_parallel_size is None and pipeline_model_parallel_size > 1:
         if num_microbatches is not None:
             activation_memory *= min(1, num_microbatches / pipeline_model_parallel_size)

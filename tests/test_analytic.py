@@ -183,7 +183,8 @@ def uniform(p, m, v=1, f=1.0, b=2.0, c=0.0):
 
 @pytest.mark.parametrize("p,m", [(1, 1), (1, 8), (4, 4), (4, 16), (8, 64)])
 def test_textbook_formula_for_equal_stages(p, m):
-    """GPipe / 1F1B: (m + p - 1)(t_f + t_b); interleaved: (m + (p - 1)/v) v (t_f + t_b) per chunk."""
+    """GPipe / 1F1B: (m + p - 1)(t_f + t_b); interleaved: (m + (p - 1)/v) v (t_f + t_b) per
+    chunk."""
     assert analytic.iteration_s(uniform(p, m)) == pytest.approx((m + p - 1) * 3.0)
     assert analytic.iteration_s(uniform(p, m, v=3)) == pytest.approx((m + (p - 1) / 3) * 3 * 3.0)
 

@@ -11,13 +11,21 @@ from simsp.layer import Attention
 
 
 def _table(*rows) -> AttentionTable:
-    return AttentionTable(tuple(AttentionPoint("gpu", k, d, s, c, r, x) for k, d, s, c, r, x in rows))
+    return AttentionTable(
+        tuple(AttentionPoint("gpu", k, d, s, c, r, x) for k, d, s, c, r, x in rows)
+    )
 
 
-T = _table(("fa2", 128, 1024, False, "fwd", 200.0), ("fa2", 128, 4096, False, "fwd", 300.0),
-           ("fa3", 128, 4096, False, "fwd", 330.0), ("fa2", 128, 4096, True, "fwd", 270.0),
-           ("fa2", 128, 1024, True, "fwd", 150.0), ("fa2", 128, 4096, False, "bwd", 240.0),
-           ("fa2", 64, 4096, False, "fwd", 250.0), ("fa2", 64, 4096, True, "fwd_bwd", 180.0))
+T = _table(
+    ("fa2", 128, 1024, False, "fwd", 200.0),
+    ("fa2", 128, 4096, False, "fwd", 300.0),
+    ("fa3", 128, 4096, False, "fwd", 330.0),
+    ("fa2", 128, 4096, True, "fwd", 270.0),
+    ("fa2", 128, 1024, True, "fwd", 150.0),
+    ("fa2", 128, 4096, False, "bwd", 240.0),
+    ("fa2", 64, 4096, False, "fwd", 250.0),
+    ("fa2", 64, 4096, True, "fwd_bwd", 180.0),
+)
 
 
 def test_exact_point_takes_the_fastest_kernel():
@@ -51,7 +59,11 @@ def test_shipped_tables_read_and_cover_the_modern_head_size():
         table = read_attention_table(hw.calibration.flash_attention)
         for causal in (True, False):
             for direction in ("fwd", "bwd"):
-                assert table.lookup_tflops(128, 8192, causal, direction) > 0, (name, causal, direction)
+                assert table.lookup_tflops(128, 8192, causal, direction) > 0, (
+                    name,
+                    causal,
+                    direction,
+                )
         assert all(p.source for p in table.points), name
 
 
@@ -62,7 +74,9 @@ def test_an_op_takes_benchmark_flops_over_the_rate(tmp_path):
     rate = cm.attention_table.lookup_tflops(128, 8192, True, "fwd")
     assert cm.flash_attention(att).seconds == pytest.approx(att.benchmark_flops / (rate * 1e12))
     rate_b = cm.attention_table.lookup_tflops(128, 8192, True, "bwd")
-    assert cm.flash_attention(att, backward=True).seconds == pytest.approx(2.5 * att.benchmark_flops / (rate_b * 1e12))
+    assert cm.flash_attention(att, backward=True).seconds == pytest.approx(
+        2.5 * att.benchmark_flops / (rate_b * 1e12)
+    )
     assert cm.flash_attention(att).source == "flash table"
 
 
@@ -70,7 +84,9 @@ def test_without_a_table_the_op_is_its_batched_gemms():
     hw = load_hardware("hardware/dgx-a100-80gb.yaml")
     import dataclasses
 
-    cm = ComputeModel(dataclasses.replace(hw, calibration=dataclasses.replace(hw.calibration, flash_attention="")))
+    cm = ComputeModel(
+        dataclasses.replace(hw, calibration=dataclasses.replace(hw.calibration, flash_attention=""))
+    )
     att = Attention(batch_heads=16, seq_len=2048, head_dim=128, causal=True)
     from simsp.layer import Gemm
 
@@ -81,9 +97,13 @@ def test_without_a_table_the_op_is_its_batched_gemms():
 
 def test_a_bad_row_is_one_error_naming_it(tmp_path):
     path = tmp_path / "fa.csv"
-    path.write_text("gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,maybe,fwd,1,s\n")
+    path.write_text(
+        "gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,maybe,fwd,1,s\n"
+    )
     with pytest.raises(InputError, match="row 1"):
         read_attention_table(path)
-    path.write_text("gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,true,sideways,1,s\n")
+    path.write_text(
+        "gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\nx,fa2,128,1024,true,sideways,1,s\n"
+    )
     with pytest.raises(InputError, match="direction"):
         read_attention_table(path)

@@ -34,7 +34,8 @@ def chromium():
     if path is None:
         pytest.skip(
             "no Chromium/Chrome binary found (looked for $CHROMIUM, chromium, chromium-browser, "
-            "google-chrome); install it with `apt-get install -y chromium` to run the browser checks"
+            "google-chrome); install it with `apt-get install -y chromium` to run the browser "
+            "checks"
         )
     return path
 
@@ -45,8 +46,8 @@ def test_timeline_renders_without_errors(chromium, results, tmp_path, name):
         chromium, timeline_html(results(name)), tmp_path, f"{name}.html", timeout_s=120
     )
     print(
-        f"{name}: headless open {found['wall_s']:.2f} s wall (chromium start included), "
-        f"plot drawn {found['loaded_ms'] / 1000:.2f} s after navigation, {sum(found['drawn_bars'])} bars drawn"
+        f"{name}: headless open {found['wall_s']:.2f} s wall (chromium start included), plot drawn "
+        f"{found['loaded_ms'] / 1000:.2f} s after navigation, {sum(found['drawn_bars'])} bars drawn"
     )
     assert found["errors"] == [], found["errors"]
     assert found["divs"] >= 1
@@ -89,8 +90,10 @@ def _speedscope_dir() -> Path | None:
 SPEEDSCOPE_PROBE = """<script>
 window.addEventListener('load', function () {
   setTimeout(function () {
-    var out = {title: document.title, errors: window.__probeErrors, warnings: window.__probeWarnings,
-               canvases: document.querySelectorAll('canvas').length, text: document.body.innerText.slice(0, 400)};
+    var out = {title: document.title, errors: window.__probeErrors, warnings: \
+window.__probeWarnings,
+               canvases: document.querySelectorAll('canvas').length, text: \
+document.body.innerText.slice(0, 400)};
     var pre = document.createElement('pre');
     pre.id = 'simsp-probe';
     pre.textContent = JSON.stringify(out);

@@ -52,7 +52,7 @@ CURRENT_SAMPLE = """\
 # Avg bus bandwidth    : 122.955
 #
 # Collective test concluded: all_reduce_perf
-"""
+"""  # noqa: E501 (verbatim nccl-tests output)
 
 # Section 2.2 (older layout: no root column, float error column), A100-SXM4-40GB, 2 GPUs.
 OLD_SAMPLE = """\
@@ -60,7 +60,7 @@ OLD_SAMPLE = """\
 #       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
 #        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
           32             8     float     sum    10.14    0.00    0.00  0e+00    10.21    0.00    0.00  0e+00
-"""
+"""  # noqa: E501 (verbatim nccl-tests output)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -112,7 +112,7 @@ def test_measured_log_parses(path, tables):
 def test_time_s_returns_measured_points(path, tables):
     """Every measured point comes back (within 2%, in fact exactly)."""
     table = tables[path.name]
-    for size, measured in zip(table.sizes_bytes, table.times_s):
+    for size, measured in zip(table.sizes_bytes, table.times_s, strict=True):
         assert table.time_s(size) == pytest.approx(measured, rel=0.02)
         assert table.time_s(size) == measured
 
@@ -123,11 +123,11 @@ def test_time_s_is_monotone_between_measured_sizes(path, tables):
     measurement to the next; below the smallest it is the latency floor, above the largest it
     grows with size."""
     table = tables[path.name]
-    pts = list(zip(table.sizes_bytes, table.times_s))
-    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+    pts = list(zip(table.sizes_bytes, table.times_s, strict=True))
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:], strict=False):
         grid = [s0 + (s1 - s0) * i / 50 for i in range(51)]
         times = [table.time_s(s) for s in grid]
-        steps = [b - a for a, b in zip(times, times[1:])]
+        steps = [b - a for a, b in zip(times, times[1:], strict=False)]
         eps = 1e-12 * max(t0, t1)  # exp(log) round-off on a flat segment
         assert all(d >= -eps for d in steps) or all(d <= eps for d in steps)
         assert min(t0, t1) - eps <= min(times) and max(times) <= max(t0, t1) + eps
@@ -145,11 +145,12 @@ def test_time_s_extrapolates_at_largest_busbw(tables):
 
 @pytest.mark.parametrize("path", NCCL_FILES, ids=lambda p: p.name)
 def test_busbw_matches_log_column(path, tables):
-    """busbw_gbps() (with BUSBW_FACTORS) against the file's own busbw column (>= 1 GB/s: 3 digits)."""
+    """busbw_gbps() (with BUSBW_FACTORS) against the file's own busbw column (>= 1 GB/s: 3
+    digits)."""
     table = tables[path.name]
     printed = _log_busbw_column(path)
     checked = 0
-    for size, busbw in zip(table.sizes_bytes, table.busbw_gbps()):
+    for size, busbw in zip(table.sizes_bytes, table.busbw_gbps(), strict=True):
         if printed[size] >= 1.0:
             assert busbw == pytest.approx(printed[size], rel=0.02), size
             checked += 1
@@ -198,7 +199,7 @@ def test_nccl_log_round_trip(op, tmp_path):
     write_nccl_log(table, path, device="NVIDIA A100-SXM4-80GB")
     back = read_nccl_log(path)
     assert (back.op, back.ranks, back.sizes_bytes) == (op, 8, table.sizes_bytes)
-    for got, want in zip(back.times_s, table.times_s):
+    for got, want in zip(back.times_s, table.times_s, strict=True):
         assert got == pytest.approx(want, rel=0.005)
 
 
@@ -263,7 +264,10 @@ def test_mpi_prefixed_old_layout_and_rank_lines(tmp_path):
         + rank_lines
         + OLD_SAMPLE
     )
-    text += "          64            16     float     sum    16170    0.00    0.00    N/A    10.21    0.00    0.00    N/A\n"
+    text += (
+        "          64            16     float     sum    16170    0.00    0.00    N/A    10.21    "
+        "0.00    0.00    N/A\n"
+    )
     prefixed = "".join(f"[1,0]<stdout>:{line}\n" for line in text.splitlines())
     table = read_nccl_log(_write(tmp_path, "nccl_16.log", prefixed))
     assert (table.op, table.ranks) == ("all_reduce", 16)
@@ -383,7 +387,9 @@ def test_gemm_round_trip(gemm, tmp_path):
     assert [(p.m, p.n, p.k, p.batch, p.layout) for p in back.points] == [
         (p.m, p.n, p.k, p.batch, p.layout) for p in gemm.points
     ]
-    assert all(abs(a.tflops - b.tflops) < 1e-3 for a, b in zip(back.points, gemm.points))
+    assert all(
+        abs(a.tflops - b.tflops) < 1e-3 for a, b in zip(back.points, gemm.points, strict=True)
+    )
     assert path.read_text().startswith("# provenance: test\n# second line\n")
 
 

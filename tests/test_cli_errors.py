@@ -1,4 +1,5 @@
-"""Bad input: exit code 2, one line naming file, key, value and rule; no traceback, nothing written."""
+"""Bad input: exit code 2, one line naming file, key, value and rule; no traceback, nothing
+written."""
 
 import subprocess
 import sys

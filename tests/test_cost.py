@@ -121,7 +121,7 @@ def test_reduce_scatter_is_half_a_ring_all_reduce(cost):
 
 def test_collectives_read_back_the_measured_log(cost):
     table = cost.network.nvlink[("all_reduce", 8)]
-    for size, t in zip(table.sizes_bytes[::7], table.times_s[::7]):
+    for size, t in zip(table.sizes_bytes[::7], table.times_s[::7], strict=True):
         assert cost.network.intra_s("all_reduce", size, 8) == pytest.approx(t, rel=0.05)
     busbw = 1e8 * BUSBW_FACTORS["all_reduce"](8) / cost.network.intra_s("all_reduce", 1e8, 8) / 1e9
     assert 150 < busbw < 232  # vTrain's LUT around 100 MB, below the NVLink3 ring peak

@@ -1,7 +1,8 @@
 """Tests of the modeled GEMM table hardware/calibration/dgx-a100-80gb/gemm_model.csv.
 
 The file is read as committed; only the reproduction test needs nvMatmulHeuristics (skipped when
-it is not installed) and re-derives a handful of rows with hardware/calibration/derive_gemm_model.py.
+it is not installed) and re-derives a handful of rows with
+hardware/calibration/derive_gemm_model.py.
 """
 
 import importlib.util

@@ -1,5 +1,6 @@
-"""simsp.hf_config.model_fields on the shipped Hugging Face configs (workloads/models/*/config.json),
-their parameter counts against the published ones, and the errors it raises."""
+"""simsp.hf_config.model_fields on the shipped Hugging Face configs
+(workloads/models/*/config.json), their parameter counts against the published ones, and the
+errors it raises."""
 
 import json
 from pathlib import Path

@@ -56,7 +56,8 @@ def test_llama_layer_parameters():
 
 
 def test_paper_parameter_formula_section_3():
-    """12 L h² (1 + 13/(12h) + (v + s)/(12 L h)), plus the final layer-norm the formula leaves out."""
+    """12 L h² (1 + 13/(12h) + (v + s)/(12 L h)), plus the final layer-norm the formula leaves
+    out."""
     for L_, h, a in ((96, 12288, 96), (48, 6144, 64), (128, 25600, 160)):
         m = ModelSpec(layers=L_, hidden=h, heads=a, seq_len=2048, vocab=51200)
         assert total_params(m) - 2 * h == L_ * (12 * h * h + 13 * h) + (51200 + 2048) * h

@@ -206,7 +206,8 @@ def test_weights_and_optimizer_equal_megatron_plus_the_norms(name, setting, dist
     expected = formula + norms * weight_bytes_per_param(par)
     print(
         f"{name} tp={t} pp={p} dp={par.dp} dist={distributed}: simsp {simsp / 2**30:.4f} GiB, "
-        f"megatron {formula / 2**30:.4f} GiB, norms {norms * weight_bytes_per_param(par) / 2**20:+.3f} MiB"
+        f"megatron {formula / 2**30:.4f} GiB, norms "
+        f"{norms * weight_bytes_per_param(par) / 2**20:+.3f} MiB"
     )
     assert simsp == pytest.approx(expected, rel=1e-12)
 
@@ -242,7 +243,8 @@ def test_first_stage_activations_equal_megatron_plus_the_modern_layer(name, sett
     expected = formula + (m.layers * per_layer + ends) * factor / t
     simsp = stage_activation_bytes(w, 0)
     print(
-        f"{name} tp={t} pp={p} v={v}: simsp {simsp / 2**30:.4f} GiB, megatron {formula / 2**30:.4f} GiB"
+        f"{name} tp={t} pp={p} v={v}: simsp {simsp / 2**30:.4f} GiB, megatron "
+        f"{formula / 2**30:.4f} GiB"
     )
     assert simsp == pytest.approx(expected, rel=1e-12)
 

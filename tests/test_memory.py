@@ -63,7 +63,7 @@ ROWS = (("none", False), ("none", True), ("selective", False), ("selective", Tru
 @pytest.mark.parametrize("name", PAPER_MODELS)
 def test_per_layer_mib_for_the_four_models(workloads, name):
     w = workloads[name]
-    for (recompute, sp), mib in zip(ROWS, PAPER_MIB[name]):
+    for (recompute, sp), mib in zip(ROWS, PAPER_MIB[name], strict=True):
         par = dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp)
         assert activation_per_layer_bytes(w.model, par, w.training.micro_batch) / 2**20 == mib
 

@@ -1,4 +1,5 @@
-"""The Chrome/Perfetto trace against the Trace Event Format and against the simulation it came from."""
+"""The Chrome/Perfetto trace against the Trace Event Format and against the simulation it came
+from."""
 
 import json
 from collections import defaultdict

@@ -218,7 +218,8 @@ def test_calibrate_refuses_a_bad_log_and_writes_nothing(tmp_path, cli, capsys):
 
 @pytest.fixture(scope="module")
 def measured(tiny, tmp_path_factory):
-    """One GEMM profile of the tiny workload and one 2-rank gloo sweep, shared by the tests below."""
+    """One GEMM profile of the tiny workload and one 2-rank gloo sweep, shared by the tests
+    below."""
     pytest.importorskip("torch")
     folder = tmp_path_factory.mktemp("profile")
     main = simsp.cli.main
@@ -395,7 +396,8 @@ def test_gemm_profile_of_several_workloads_covers_each(tmp_path, tiny, cli):
 
 
 HOST_FILE = """\
-# measured by `simsp profile host --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
+# measured by `simsp profile host --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, \
+2026-11-29 12:00:00 UTC
 host_forward_us: 900.5
 host_backward_us: 1500
 host_recompute_full_us: 950.0
@@ -404,7 +406,8 @@ host_recompute_selective_us: 300.0
 
 
 ADAM_FILE = """\
-# measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, 2026-11-29 12:00:00 UTC
+# measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, \
+2026-11-29 12:00:00 UTC
 adam_gbps: 3500
 """
 

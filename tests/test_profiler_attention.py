@@ -1,4 +1,5 @@
-"""`simsp profile attention` -> FlashAttention CSV -> `simsp calibrate --attention` -> the cost model.
+"""`simsp profile attention` -> FlashAttention CSV -> `simsp calibrate --attention` -> the cost
+model.
 
 Measures on the CPU (fp32, torch's CPU flash kernel) one tiny flash workload; the whole module is
 skipped without torch.

@@ -152,10 +152,10 @@ def megatron_microbatch_id(k, p, v):
 
 @pytest.mark.parametrize("p,m,v", [(4, 8, 2), (4, 12, 3), (8, 64, 3), (2, 6, 4)])
 def test_interleaved_mapping_matches_megatron(p, m, v):
-    for s, stage in enumerate(interleaved(p, m, v)):
+    for _s, stage in enumerate(interleaved(p, m, v)):
         forwards = [a for a in stage if a.kind == "F"]
         backwards = [a for a in stage if a.kind == "B"]
-        for k, (f, b) in enumerate(zip(forwards, backwards)):
+        for k, (f, b) in enumerate(zip(forwards, backwards, strict=True)):
             mb = megatron_microbatch_id(k, p, v)
             assert (f.microbatch, f.chunk) == (mb, megatron_chunk_id(k, p, v, True))
             assert (b.microbatch, b.chunk) == (mb, megatron_chunk_id(k, p, v, False))
@@ -253,7 +253,7 @@ def test_1f1b_first_stage_holds_all_layers():
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_makespan_flush_schedules(schedule):
-    for _, p, m, v in (c for c in CASES if c[0] == schedule):
+    for _, p, m, _v in (c for c in CASES if c[0] == schedule):
         assert makespan(build(schedule, p, m), p, 1) == (m + p - 1) * (TF + TB)
 
 

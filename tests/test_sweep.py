@@ -96,7 +96,7 @@ def test_enumeration_is_valid_distinct_and_fills_dp():
     paper = [
         c
         for c in configs
-        if all(dict(zip(sweep.KEY_COLUMNS, c.key))[k] == v for k, v in wanted.items())
+        if all(dict(zip(sweep.KEY_COLUMNS, c.key, strict=True))[k] == v for k, v in wanted.items())
     ]
     assert len(paper) == 1
 
@@ -118,8 +118,8 @@ def test_explicit_schedule_grid_skips_invalid_interleaving(tmp_path):
         (c.workload.parallel.pp, c.workload.parallel.schedule, c.workload.parallel.virtual_stages)
         for c in configs
     )
-    # pp=1 interleaved is invalid (skipped: the grid asks for it, so no fallback); interleaved v=1 is
-    # 1F1B (deduped); 1F1B ignores virtual_stages (deduped)
+    # pp=1 interleaved is invalid (skipped: the grid asks for it, so no fallback); interleaved v=1
+    # is 1F1B (deduped); 1F1B ignores virtual_stages (deduped)
     assert got == [
         (1, "1f1b", 1),
         (2, "1f1b", 1),
@@ -259,8 +259,8 @@ def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
     assert len(reference) == 12
     out = tmp_path / "killed.csv"
     code = (
-        f"import sys; from simsp.cli import main; "
-        f"sys.exit(main(['sweep', {str(spec_path)!r}, '--out', {str(out)!r}, '--jobs', '1', '--no-progress']))"
+        f"import sys; from simsp.cli import main; sys.exit(main(['sweep', {str(spec_path)!r}, "
+        f"'--out', {str(out)!r}, '--jobs', '1', '--no-progress']))"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -538,6 +538,6 @@ def test_several_hardware_files_give_a_row_each(tmp_path):
     assert sorted(by_hw) == ["dgx-a100-40gb", "dgx-a100-80gb"] and all(
         len(v) == 2 for v in by_hw.values()
     )
-    for a, b in zip(by_hw["dgx-a100-80gb"], by_hw["dgx-a100-40gb"]):
+    for a, b in zip(by_hw["dgx-a100-80gb"], by_hw["dgx-a100-40gb"], strict=True):
         assert a["iteration_time_s"] == b["iteration_time_s"] and a["peak_bytes"] == b["peak_bytes"]
         assert int(b["capacity_bytes"]) * 2 == int(a["capacity_bytes"])

@@ -1,4 +1,5 @@
-"""The plotly timeline: levels of detail, the op expansion, one trace per kind, size of the 1T page."""
+"""The plotly timeline: levels of detail, the op expansion, one trace per kind, size of the 1T
+page."""
 
 import json
 import re

@@ -35,7 +35,7 @@ def test_derived_rows_match_the_shared_csv_row_for_row(kind):
     shared = V.read_shared_csv(VTRAIN / f"ground_truth_{kind}.csv")
     derived = V.read_vtrain(kind)
     assert len(derived) == len(shared) == {"single": 1440, "multi": 109}[kind]
-    for s, d in zip(shared, derived):
+    for s, d in zip(shared, derived, strict=True):
         assert {V.VTRAIN_COLUMNS[k]: v for k, v in s.items()} == d
 
 
@@ -131,6 +131,7 @@ def test_invalid_rows_are_skipped_and_counted(tmp_path):
     for s, words in zip(
         skipped,
         ("must divide model.heads", "tp x pp x dp", "micro_batch x dp", "pp x virtual_stages"),
+        strict=True,
     ):
         assert words in s.reason and s.set == "vtrain-single"
     v = V.Validation(("vtrain-single",), (V.CaseResult(cases[0], 0.4),), tuple(skipped), 0.0)
@@ -254,7 +255,7 @@ def test_json_shape(capsys):
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["sets"]
     assert list(out["sets"]) == ["paper-table4", "paper-table5"]
-    for name, m in out["sets"].items():
+    for _name, m in out["sets"].items():
         assert {"n", "mape", "max_abs_error", "bias"} <= set(m)
         assert isinstance(m["n"], int) and all(
             isinstance(m[k], float) for k in ("mape", "max_abs_error", "bias")
@@ -293,7 +294,7 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
         t = traces[name]
         assert t["x"] == pytest.approx([r.case.measured_s for r in rs])
         assert t["y"] == pytest.approx([r.predicted_s for r in rs])
-        assert all(r.case.name in text for r, text in zip(rs, t["text"]))
+        assert all(r.case.name in text for r, text in zip(rs, t["text"], strict=True))
     assert len({t["marker"]["color"] for n, t in traces.items() if n != "y"}) == len(V.SETS)
     want = json.loads(json.dumps(V.scatter_figure(subset_run)))  # the page draws scatter_figure
     assert fig["data"] == want["data"]
@@ -306,11 +307,10 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
 def test_validate_does_not_import_plotly_until_a_page_is_drawn():
     # the scatter figure is plain data; plotly comes in through simsp.timeline only to draw the page
     code = (
-        "import sys; from simsp import validate as V; "
-        "c = V.Case('s', 'x', 1.0, None, 'hw'); "
-        "v = V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); "
-        "fig = V.scatter_figure(v); print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); "
-        "html = V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)"
+        "import sys; from simsp import validate as V; c = V.Case('s', 'x', 1.0, None, 'hw'); v = "
+        "V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); fig = V.scatter_figure(v); "
+        "print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); html = "
+        "V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "True", "True"]

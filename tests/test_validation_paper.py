@@ -37,14 +37,16 @@ def table4(workloads, hardware):
 def test_table4_each_time_within_5_percent_and_mean_within_3(table4):
     errors = []
     print(
-        f"\n{'Table 4 (22B layer)':30s} {'paper fwd':>9s} {'simsp':>7s} {'err':>6s}   {'paper bwd':>9s} {'simsp':>7s} {'err':>6s}"
+        f"\n{'Table 4 (22B layer)':30s} {'paper fwd':>9s} {'simsp':>7s} {'err':>6s}   "
+        f"{'paper bwd':>9s} {'simsp':>7s} {'err':>6s}"
     )
     for key, (pf, pb) in TABLE4_22B_MS.items():
         sf, sb = table4[key]
         ef, eb = sf / pf - 1, sb / pb - 1
         errors += [ef, eb]
         print(
-            f"{TABLE4_LABELS[key]:30s} {pf:9.1f} {sf:7.2f} {ef:+6.1%}   {pb:9.1f} {sb:7.2f} {eb:+6.1%}"
+            f"{TABLE4_LABELS[key]:30s} {pf:9.1f} {sf:7.2f} {ef:+6.1%}   {pb:9.1f} {sb:7.2f} "
+            f"{eb:+6.1%}"
         )
     mae = sum(abs(e) for e in errors) / len(errors)
     print(f"mean absolute error {mae:.2%}, max {max(map(abs, errors)):.2%}")
@@ -89,11 +91,13 @@ def test_table5_iteration_times(table5):
         ):
             errors[(name, label)] = result.iteration_time_s / paper - 1
             print(
-                f"{name:12s} {label:8s} {paper:8.2f} {result.iteration_time_s:8.2f} {errors[(name, label)]:+6.1%}"
+                f"{name:12s} {label:8s} {paper:8.2f} {result.iteration_time_s:8.2f} "
+                f"{errors[(name, label)]:+6.1%}"
             )
     mae = sum(abs(e) for e in errors.values()) / len(errors)
     print(
-        f"mean absolute error {mae:.2%}, max {max(map(abs, errors.values())):.2%} (Calculon: 3.65% mean, 8.9% max)"
+        f"mean absolute error {mae:.2%}, max {max(map(abs, errors.values())):.2%} (Calculon: 3.65% "
+        "mean, 8.9% max)"
     )
     assert mae <= 0.03
     assert all(abs(e) <= 0.05 for e in errors.values()), errors

@@ -78,7 +78,9 @@ class AttentionTable:
             return other * fwd / fwd_other
         return self._curve_rate(head_dim, seq_len, causal, "fwd_bwd")
 
-    def _curve_rate(self, head_dim: int, seq_len: int, causal: bool, direction: str) -> float | None:
+    def _curve_rate(
+        self, head_dim: int, seq_len: int, causal: bool, direction: str
+    ) -> float | None:
         """The measured curve of exactly this mask and direction, at the nearest head size."""
         dims = [d for (c, r, d) in self._curves if c == causal and r == direction]
         if not dims:

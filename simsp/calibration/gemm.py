@@ -88,7 +88,7 @@ def _covering(query, logs) -> list[tuple[float, float]]:
     """(distance, tflops) of points within a factor of 2 in every dimension, nearest first."""
     near = []
     for _, coords, tflops in logs:
-        deltas = [q - c for q, c in zip(query, coords)]
+        deltas = [q - c for q, c in zip(query, coords, strict=True)]
         if max(abs(d) for d in deltas) <= 1.0:
             near.append((math.sqrt(sum(d * d for d in deltas)), tflops))
     return sorted(near)
@@ -99,7 +99,7 @@ def _idw(near: list[tuple[float, float]]) -> float:
     weights = [1.0 / (d * d) if d > 0 else math.inf for d, _ in near]
     if math.inf in weights:
         return next(v for (d, v) in near if d == 0)
-    return sum(w * v for w, (_, v) in zip(weights, near)) / sum(weights)
+    return sum(w * v for w, (_, v) in zip(weights, near, strict=True)) / sum(weights)
 
 
 def read_gemm_table(path) -> GemmTable:

@@ -93,7 +93,9 @@ class CollectiveTable:
     def busbw_gbps(self) -> tuple[float, ...]:
         """nccl-tests bus bandwidth (GB/s = 1e9 B/s) of every measured point."""
         factor = BUSBW_FACTORS[self.op](self.ranks)
-        return tuple(s / t / 1e9 * factor for s, t in zip(self.sizes_bytes, self.times_s))
+        return tuple(
+            s / t / 1e9 * factor for s, t in zip(self.sizes_bytes, self.times_s, strict=True)
+        )
 
     def time_s(self, size_bytes: float) -> float:
         """Seconds for one collective over `size_bytes` (whole buffer); 0 for nothing to send.
@@ -131,7 +133,7 @@ def _check_table(table: CollectiveTable) -> None:
             f"need one time per size and at least one point ({len(table.times_s)} times)",
         )
     if (
-        any(b <= a for a, b in zip(table.sizes_bytes, table.sizes_bytes[1:]))
+        any(b <= a for a, b in zip(table.sizes_bytes, table.sizes_bytes[1:], strict=False))
         or table.sizes_bytes[0] <= 0
     ):
         raise InputError(
@@ -142,7 +144,8 @@ def _check_table(table: CollectiveTable) -> None:
 
 
 def merge_tables(primary: CollectiveTable, secondary: CollectiveTable) -> CollectiveTable:
-    """`primary` over its size range, `secondary` outside it (e.g. small messages from another log)."""
+    """`primary` over its size range, `secondary` outside it (e.g. small messages from another
+    log)."""
     if (primary.op, primary.ranks) != (secondary.op, secondary.ranks):
         raise InputError(
             secondary.source,
@@ -151,9 +154,11 @@ def merge_tables(primary: CollectiveTable, secondary: CollectiveTable) -> Collec
             f"cannot merge with {primary.source} ({primary.op}, {primary.ranks} ranks)",
         )
     lo, hi = primary.sizes_bytes[0], primary.sizes_bytes[-1]
-    points = dict(zip(primary.sizes_bytes, primary.times_s))
+    points = dict(zip(primary.sizes_bytes, primary.times_s, strict=True))
     points.update(
-        (s, t) for s, t in zip(secondary.sizes_bytes, secondary.times_s) if s < lo or s > hi
+        (s, t)
+        for s, t in zip(secondary.sizes_bytes, secondary.times_s, strict=True)
+        if s < lo or s > hi
     )
     sizes = tuple(sorted(points))
     return CollectiveTable(
@@ -345,7 +350,8 @@ def write_nccl_log(
     extra = dict(header_extra or {})
     lines = _header_lines(table, device, extra)
     lines += [
-        _row_line(table, size, time, dtype) for size, time in zip(table.sizes_bytes, table.times_s)
+        _row_line(table, size, time, dtype)
+        for size, time in zip(table.sizes_bytes, table.times_s, strict=True)
     ]
     lines += _footer_lines(table)
     Path(path).write_text("\n".join(lines) + "\n")
@@ -359,14 +365,18 @@ def _header_lines(table: CollectiveTable, device: str, extra: dict) -> list[str]
         f"# nccl-tests version {get('version', '2.17.9')} nccl-headers={get('nccl_headers', 0)} "
         f"nccl-library={get('nccl_library', 0)}",
         f"# Collective test starting: {name}",
-        f"# nThread 1 nGpus {table.ranks} minBytes {table.sizes_bytes[0]} maxBytes {table.sizes_bytes[-1]} "
-        f"step: {_step_text(table.sizes_bytes)} warmup iters: {get('warmup_iters', 5)} iters: {get('iters', 20)} "
-        f"agg iters: {get('agg_iters', 1)} validation: {get('validation', 1)} graph: {get('graph', 0)}",
+        f"# nThread 1 nGpus {table.ranks} minBytes {table.sizes_bytes[0]} maxBytes "
+        f"{table.sizes_bytes[-1]} step: {_step_text(table.sizes_bytes)} warmup iters: "
+        f"{get('warmup_iters', 5)} iters: {get('iters', 20)} agg iters: {get('agg_iters', 1)} "
+        f"validation: {get('validation', 1)} graph: {get('graph', 0)}",
     ]
     lines += [f"# {key}: {value}" for key, value in extra.items()]
     lines += ["#", "# Using devices"]
     lines += [
-        f"#  Rank {r:2d} Group {0:2d} Pid {0:6d} on {host:>10s} device {r:2d} [0000:00:00] {device}".rstrip()
+        (
+            f"#  Rank {r:2d} Group {0:2d} Pid {0:6d} on {host:>10s} device {r:2d} [0000:00:00] "
+            f"{device}"
+        ).rstrip()
         for r in range(table.ranks)
     ]
     cols = ("time", "algbw", "busbw", "#wrong")
@@ -389,8 +399,8 @@ def _header_lines(table: CollectiveTable, device: str, extra: dict) -> list[str]
 
 def _step_text(sizes: tuple[int, ...]) -> str:
     """nccl-tests 'step:' field: '2(factor)' for geometric sweeps, 'N(bytes)' for linear ones."""
-    ratios = {b / a for a, b in zip(sizes, sizes[1:])}
-    steps = {b - a for a, b in zip(sizes, sizes[1:])}
+    ratios = {b / a for a, b in zip(sizes, sizes[1:], strict=False)}
+    steps = {b - a for a, b in zip(sizes, sizes[1:], strict=False)}
     if len(ratios) == 1 and float(next(iter(ratios))).is_integer():
         return f"{int(ratios.pop())}(factor)"
     return f"{steps.pop() if len(steps) == 1 else 0}(bytes)"
@@ -401,16 +411,14 @@ def _row_line(table: CollectiveTable, size: int, time_s: float, dtype: str) -> s
     per = _TYPE_BYTES[dtype] * (table.ranks if table.op in _PER_RANK_COUNT else 1)
     algbw = size / 1e9 / time_s
     busbw = algbw * BUSBW_FACTORS[table.op](table.ranks)
-    body = "  %7s  %6s  %6s" % (
-        _float_str(time_s * 1e6, 7),
-        _float_str(algbw, 6),
-        _float_str(busbw, 6),
+    body = (
+        f"  {_float_str(time_s * 1e6, 7):>7}  {_float_str(algbw, 6):>6}  {_float_str(busbw, 6):>6}"
     )
-    in_place_wrong = "    N/A" if table.op == "send_recv" else "  %6g" % 0
+    in_place_wrong = "    N/A" if table.op == "send_recv" else f"  {0:6g}"
     return (
         "%12li  %12li  %8s  %6s  %6i" % (size, size // per, dtype, _REDOPS[table.op], -1)
         + body
-        + "  %6g" % 0
+        + f"  {0:6g}"
         + body
         + in_place_wrong
     )
@@ -420,8 +428,8 @@ def _footer_lines(table: CollectiveTable) -> list[str]:
     """Out-of-bounds, average bus bandwidth and conclusion lines."""
     busbw = table.busbw_gbps()
     return [
-        "# %-20s : %d %s" % ("Out of bounds values", 0, "OK"),
-        "# %-20s : %g" % ("Avg bus bandwidth", sum(busbw) / len(busbw)),
+        f"# {'Out of bounds values':<20} : 0 OK",
+        f"# {'Avg bus bandwidth':<20} : {sum(busbw) / len(busbw):g}",
         "#",
         f"# Collective test concluded: {_TEST_NAMES[table.op]}",
     ]
@@ -433,9 +441,9 @@ def _float_str(value: float, width: int) -> str:
     while value >= val:
         power, val = power + 1, val * 10
     if power < width - 2:
-        return "%*.2f" % (width, value)
+        return f"{value:{width}.2f}"
     if power < width - 1:
-        return "%*.1f" % (width, value)
+        return f"{value:{width}.1f}"
     if power < width + 1:
-        return "%*.0f" % (width, value)
-    return "%*.1e" % (width, value) if width >= 7 else "%*.0e" % (width, value)
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"

@@ -37,7 +37,8 @@ def step_value(steps: tuple[tuple[float, float], ...], x: float) -> float:
 def gemm_grad_shapes(g: Gemm) -> tuple[tuple[Gemm, str], tuple[Gemm, str]]:
     """(dgrad, wgrad) of a linear layer C[m,n] = A[m,k] W[k,n], in the table's layout names.
 
-    dgrad: dA[m,k] = dC[m,n] Wᵀ (NN); wgrad: dW[n,k] = dCᵀ[n,m] A[m,k] (NT), as SimuMax records them.
+    dgrad: dA[m,k] = dC[m,n] Wᵀ (NN); wgrad: dW[n,k] = dCᵀ[n,m] A[m,k] (NT), as SimuMax
+    records them.
     """
     return (Gemm(g.m, g.k, g.n, g.batch), DGRAD), (Gemm(g.n, g.k, g.m, g.batch), WGRAD)
 
@@ -112,7 +113,8 @@ class ComputeModel:
     def flash_attention(self, att: Attention, backward: bool = False) -> Timed:
         """A fused attention kernel: its benchmark FLOPs (x 2.5 backward) over the measured rate
         for its head size, sequence length and mask; without a table, its two (backward: five)
-        batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked blocks."""
+        batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked
+        blocks."""
         flops = att.benchmark_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
         rate = (
             self.attention_table.lookup_tflops(

@@ -134,7 +134,8 @@ class _Pass:
         return self._linear_backward(op, entry_comm)
 
     def _linear_backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
-        """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient collective."""
+        """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient
+        collective."""
         (dg, dl), (wg, wl) = gemm_grad_shapes(op.gemm)
         dgrad = self.cost.compute.gemm(dg, dl)
         wgrad = self.cost.compute.gemm(wg, wl)

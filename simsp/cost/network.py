@@ -93,7 +93,8 @@ class NetworkModel:
         return total * BUSBW_FACTORS[AR](n) / t / self.gpus_per_node / 1e9
 
     def inter_ring_s(self, op: str, nbytes: float, nodes: int, rings: int) -> float:
-        """`rings` concurrent rings over `nodes` nodes, one NIC each, sharing `nbytes` between them."""
+        """`rings` concurrent rings over `nodes` nodes, one NIC each, sharing `nbytes` between
+        them."""
         per_ring = nbytes / rings
         factor = BUSBW_FACTORS[op](nodes)
         return factor * per_ring / (self.nic_busbw_gbps(per_ring, nodes) * 1e9)

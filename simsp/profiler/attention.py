@@ -72,8 +72,9 @@ class Case:
 
     def describe(self) -> str:
         return (
-            f"{self.name}: head_dim={self.head_dim} seq_len={self.seq_len} causal={str(self.causal).lower()} "
-            f"batch={self.batch} heads={self.heads} kv_heads={self.kv_heads}"
+            f"{self.name}: head_dim={self.head_dim} seq_len={self.seq_len} "
+            f"causal={str(self.causal).lower()} batch={self.batch} heads={self.heads} "
+            f"kv_heads={self.kv_heads}"
         )
 
 
@@ -283,10 +284,22 @@ def write_table(
     comments = [
         "FlashAttention throughput measured by `simsp profile attention` "
         "(torch.nn.functional.scaled_dot_product_attention);",
-        "  tflops = benchmark FLOPs / median call time / 1e12; forward FLOPs 4*s^2*d*batch*heads, halved when causal,",
-        f"  backward {BACKWARD_FLOPS_FACTOR:g} x forward (flash-attention benchmarks/benchmark_flash_attention.py).",
-        "fwd: the forward with inputs requiring grad; bwd: out.backward(random grad) of a fresh forward (untimed).",
-        f"timing: {timing}, median of {s.repeats} after {s.warmup} warm-up call(s); dtype {s.dtype}",
+        (
+            "  tflops = benchmark FLOPs / median call time / 1e12; forward FLOPs "
+            "4*s^2*d*batch*heads, halved when causal,"
+        ),
+        (
+            f"  backward {BACKWARD_FLOPS_FACTOR:g} x forward (flash-attention "
+            "benchmarks/benchmark_flash_attention.py)."
+        ),
+        (
+            "fwd: the forward with inputs requiring grad; bwd: out.backward(random grad) of a "
+            "fresh forward (untimed)."
+        ),
+        (
+            f"timing: {timing}, median of {s.repeats} after {s.warmup} warm-up call(s); dtype "
+            f"{s.dtype}"
+        ),
         f"grouped-query attention: {gqa}",
         f"versions: {versions(torch)}",
         f"date: {stamp}",
@@ -299,8 +312,8 @@ def write_table(
         )
     comments += list(extra)
     comments += [
-        f"case {m.case.describe()} {m.kernel}: fwd {m.fwd_s * 1e3:.4g} ms {m.fwd_tflops:.4g} TFLOP/s, "
-        f"bwd {m.bwd_s * 1e3:.4g} ms {m.bwd_tflops:.4g} TFLOP/s"
+        f"case {m.case.describe()} {m.kernel}: fwd {m.fwd_s * 1e3:.4g} ms {m.fwd_tflops:.4g} "
+        f"TFLOP/s, bwd {m.bwd_s * 1e3:.4g} ms {m.bwd_tflops:.4g} TFLOP/s"
         for m in measured
     ]
     pts = points(measured, device, stamp[:10])

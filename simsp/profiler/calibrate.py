@@ -37,7 +37,8 @@ def _path_keys() -> tuple[str, ...]:
 
 
 PATH_KEYS = _path_keys()
-"""gemm, gemm_model, flash_attention, nvlink, infiniband (relative to the hardware file's folder)."""
+"""gemm, gemm_model, flash_attention, nvlink, infiniband (relative to the hardware file's
+folder)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class Request:
     optimizer: str | None = None
     """A fused Adam rate file (`simsp profile optimizer --out`)."""
     attention: str | None = None
-    """A FlashAttention throughput CSV (`simsp profile attention`) -> `calibration.flash_attention`."""
+    """A FlashAttention throughput CSV (`simsp profile attention`) ->
+    `calibration.flash_attention`."""
 
     def measured(self) -> list[tuple[Measured, str]]:
         """The measured-lines files asked for, with what each holds."""
@@ -218,7 +220,8 @@ class _Placer:
 
 
 def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
-    """Base text with the calibration entries replaced (comments kept); a plain dump if that fails."""
+    """Base text with the calibration entries replaced (comments kept); a plain dump if that
+    fails."""
     header = [
         f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
         f"# command: {req.command}" if req.command else "",
@@ -251,7 +254,8 @@ def _reads_back(out: Path, data: dict) -> bool:
 
 
 def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
-    """Replace the calibration entries (and `name`) in the base text; None if its layout is unusual."""
+    """Replace the calibration entries (and `name`) in the base text; None if its layout is
+    unusual."""
     lines = text.splitlines()
     if req.name is not None:
         i = _find(lines, 0, len(lines), "", "name")
@@ -377,7 +381,8 @@ def gemm_sources(w, hw) -> dict[str, int]:
 
 
 def compare(w, base_hw, new_hw) -> str:
-    """A small table: each predicted number under the base and the new hardware file, and the change."""
+    """A small table: each predicted number under the base and the new hardware file, and the
+    change."""
     before, after = predict(w, base_hw), predict(w, new_hw)
     rows = [f"{w.name:<30}{'base':>12}{'new':>12}{'change':>10}"]
     for key, old in before.items():

@@ -1,4 +1,5 @@
-"""Measure collectives over N local processes and write nccl-tests logs (`read_nccl_log` reads them).
+"""Measure collectives over N local processes and write nccl-tests logs (`read_nccl_log` reads
+them).
 
 `run` spawns N processes (torch.multiprocessing, MASTER_ADDR=127.0.0.1, a free port), one rank
 each (GPU `rank` under NCCL, the CPU under gloo). For each collective and each size of a doubling
@@ -94,7 +95,8 @@ def default_settings(
     command: str = "",
     progress: bool = True,
 ) -> Settings:
-    """Checked settings; NCCL with GPUs enough, else gloo; 1 KiB up to 1 GiB (NCCL) or 16 MiB (gloo)."""
+    """Checked settings; NCCL with GPUs enough, else gloo; 1 KiB up to 1 GiB (NCCL) or 16 MiB
+    (gloo)."""
     torch = require_torch()
     import torch.distributed as dist
 
@@ -269,8 +271,8 @@ def _candidates(r: _Rank, op: str):
         ] + [
             ("torch.distributed.reduce_scatter (list of tensors)", scatter_list),
             (
-                "EMULATED: this backend has no reduce_scatter; all_reduce of the whole buffer, then this "
-                "rank's chunk copied out (an upper bound on a real reduce_scatter)",
+                "EMULATED: this backend has no reduce_scatter; all_reduce of the whole buffer, "
+                "then this rank's chunk copied out (an upper bound on a real reduce_scatter)",
                 scatter_emulated,
             ),
         ]
@@ -360,8 +362,8 @@ def _write(torch, r: _Rank, op: str, sizes: list[int], times: list[float], metho
         "world size": s.nproc,
         "device": device,
         "method": method,
-        "timing": f"host clock around {s.iters} calls after {s.warmup} warm-up calls and a barrier, "
-        "device synchronised, mean per call averaged over ranks",
+        "timing": f"host clock around {s.iters} calls after {s.warmup} warm-up calls and a "
+        "barrier, device synchronised, mean per call averaged over ranks",
         "versions": versions(torch),
         "date": today(),
         "command": s.command,
@@ -371,7 +373,8 @@ def _write(torch, r: _Rank, op: str, sizes: list[int], times: list[float], metho
 
 
 def _nccl_code(torch) -> int:
-    """NCCL_VERSION_CODE of torch's NCCL (2.21.5 -> 22105), as nccl-tests prints it; 0 if unknown."""
+    """NCCL_VERSION_CODE of torch's NCCL (2.21.5 -> 22105), as nccl-tests prints it; 0 if
+    unknown."""
     try:
         v = torch.cuda.nccl.version()
         major, minor, patch = v[:3] if isinstance(v, tuple) else (v // 1000, v // 100 % 10, v % 100)

@@ -1,4 +1,5 @@
-"""`simsp profile gemm | attention | collectives | host | optimizer` and `simsp calibrate`: `register(sub)` adds them to the CLI.
+"""`simsp profile gemm | attention | collectives | host | optimizer` and `simsp calibrate`:
+`register(sub)` adds them to the CLI.
 
 Importing this module needs no torch; the profile commands ask for it when they run and, without
 it, fail with one line (`simsp: error: the profiler needs torch: ...`, exit 2).
@@ -54,7 +55,10 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="YAML",
-        help="also time this workload's shapes, with its own settings (repeatable): one table for several runs",
+        help=(
+            "also time this workload's shapes, with its own settings (repeatable): one table for "
+            "several runs"
+        ),
     )
     g.add_argument(
         "--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)"
@@ -222,7 +226,10 @@ def cmd_profile_gemm(args) -> None:
         todo = shapes.unique(todo + shapes.grid_shapes(grid))
     extra = [_workload_line(run) for run in runs]
     extra.append(
-        f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''} (layer GEMMs and logits, 3 layouts)"
+        (
+            f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''} (layer GEMMs and "
+            "logits, 3 layouts)"
+        )
         + (f" + grid m,n,k in {list(grid)} x TN/NN/NT" if args.grid else "")
     )
     out = Path(args.out)
@@ -288,12 +295,12 @@ def cmd_profile_attention(args) -> None:
         f"attention={run.model.attention}"
         for run in runs
     ]
+    seq_grid = attention.GRID_SEQ_GPU if s.device.startswith("cuda") else attention.GRID_SEQ_CPU
     extra.append(
         f"shapes: {n_workload} of the workload{'s' if len(runs) > 1 else ''}"
         + (
             f" + grid head_dim {list(attention.GRID_HEAD_DIMS)} x seq_len "
-            f"{list(attention.GRID_SEQ_GPU if s.device.startswith('cuda') else attention.GRID_SEQ_CPU)}"
-            " x causal true/false"
+            f"{list(seq_grid)} x causal true/false"
             if args.grid
             else ""
         )
@@ -339,9 +346,9 @@ def _workload_line(w) -> str:
     """The table header line saying which run's shapes were timed."""
     p = w.parallel
     return (
-        f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} heads={w.model.heads} "
-        f"seq_len={w.model.seq_len} vocab={w.model.vocab} micro_batch={w.training.micro_batch} "
-        f"tp={p.tp} sp={p.sequence_parallel}"
+        f"workload: {w.name}: layers={w.model.layers} hidden={w.model.hidden} "
+        f"heads={w.model.heads} seq_len={w.model.seq_len} vocab={w.model.vocab} "
+        f"micro_batch={w.training.micro_batch} tp={p.tp} sp={p.sequence_parallel}"
     )
 
 
@@ -367,7 +374,8 @@ def cmd_profile_collectives(args) -> None:
 
 
 def cmd_profile_host(args) -> None:
-    """`simsp profile host`: host time per layer pass, printed as hardware YAML calibration lines."""
+    """`simsp profile host`: host time per layer pass, printed as hardware YAML calibration
+    lines."""
     from simsp.profiler.host import measure
 
     if args.repeats < 1:
@@ -376,7 +384,8 @@ def cmd_profile_host(args) -> None:
 
 
 def cmd_profile_optimizer(args) -> None:
-    """`simsp profile optimizer`: the fused Adam rate, printed as a hardware YAML calibration line."""
+    """`simsp profile optimizer`: the fused Adam rate, printed as a hardware YAML calibration
+    line."""
     from simsp.profiler.optimizer import measure
 
     _emit(
@@ -396,7 +405,8 @@ def _emit(lines: list[str], out: str | None) -> None:
 
 
 def cmd_calibrate(args) -> None:
-    """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction before/after."""
+    """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction
+    before/after."""
     from simsp.config import load_hardware, load_workload
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 

@@ -148,7 +148,10 @@ def provenance(s: Settings, command: str, extra: list[str] = ()) -> tuple[str, l
     timing = (
         "CUDA events around each call"
         if gpu
-        else f"time.perf_counter around back-to-back calls filling >= {CPU_SAMPLE_S * 1e3:g} ms, per call"
+        else (
+            f"time.perf_counter around back-to-back calls filling >= {CPU_SAMPLE_S * 1e3:g} ms, "
+            "per call"
+        )
     )
     lines = [
         "GEMM throughput measured by `simsp profile gemm` (torch.mm / torch.bmm);",

@@ -42,7 +42,8 @@ class HostTimes:
         src = [f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}"]
         if self.device.startswith("CPU"):
             src.append(
-                "# (on the CPU: no CUDA kernel-launch or NCCL call costs in it, an underestimate for a GPU host)"
+                "# (on the CPU: no CUDA kernel-launch or NCCL call costs in it, an underestimate "
+                "for a GPU host)"
             )
         return [
             *src,
@@ -104,7 +105,8 @@ def _per_call_us(torch, device, fn, repeats: int) -> float:
 
 
 def measure(device: str = "cpu", repeats: int = 500) -> HostTimes:
-    """Host time of the tiny layer's passes on `device` (one CPU thread, as a training rank uses)."""
+    """Host time of the tiny layer's passes on `device` (one CPU thread, as a training rank
+    uses)."""
     torch = require_torch()
     device = resolve_device(torch, device)
     torch.set_num_threads(1)

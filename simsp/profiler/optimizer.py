@@ -54,8 +54,8 @@ class AdamRate:
         """Hardware YAML `calibration:` lines, provenance first."""
         lines = [
             f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}",
-            f"# {self.implementation} over {self.params:,} fp32 parameters in {self.tensors} tensors: "
-            f"{self.step_ms:.3f} ms a step at {ADAM_BYTES:.0f} bytes a parameter",
+            f"# {self.implementation} over {self.params:,} fp32 parameters in {self.tensors} "
+            f"tensors: {self.step_ms:.3f} ms a step at {ADAM_BYTES:.0f} bytes a parameter",
             f"# (a streaming copy on the same device: {self.copy_gbps:.1f} GB/s; "
             f"the update reaches {self.gbps / self.copy_gbps:.2f} of it)",
         ]

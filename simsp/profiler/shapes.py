@@ -44,7 +44,8 @@ def linear_shapes(name: str, g: Gemm) -> list[Shape]:
 
 
 def attention_shapes(name: str, g: Gemm) -> list[Shape]:
-    """Forward and the two backward GEMMs of a batched attention GEMM (all TN, as layer_time asks)."""
+    """Forward and the two backward GEMMs of a batched attention GEMM (all TN, as layer_time
+    asks)."""
     g1, g2 = attention_grad_shapes(g)
     return [
         Shape(name, g, FORWARD),
@@ -54,9 +55,10 @@ def attention_shapes(name: str, g: Gemm) -> list[Shape]:
 
 
 def logits_gemm(w: Workload) -> Gemm:
-    """The output layer on one TP rank: m = s*b, n = vocab / tp, k = hidden."""
-    m = w.model
-    return Gemm(m.seq_len * w.training.micro_batch, m.vocab // w.parallel.tp, m.hidden)
+    """The output layer on one TP rank: m = s*b, n = padded vocab / tp, k = hidden (the GEMM
+    stage_time.output_s costs)."""
+    m, t = w.model, w.parallel.tp
+    return Gemm(m.seq_len * w.training.micro_batch, m.padded_vocab(t) // t, m.hidden)
 
 
 def workload_shapes(w: Workload) -> list[Shape]:

@@ -24,8 +24,8 @@ def table(rows: list[dict]) -> str:
     """Rows as a readable table."""
     head = (
         f"{'hardware':16s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} {'b':>2s} "
-        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s} "
-        f"{'fits':>4s} tier"
+        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'tokens/s':>9s} {'MFU':>6s} "
+        f"{'peak GiB':>8s} {'fits':>4s} tier"
     )
     lines = [head]
     for r in rows:
@@ -33,8 +33,8 @@ def table(rows: list[dict]) -> str:
             f"{r['hardware'][:16]:16s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
-            f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']):9,.0f} {float(r['mfu']):6.1%} "
-            f"{peak_gib(r):8.2f} "
+            f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']):9,.0f} "
+            f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
             f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
         )
     return "\n".join(lines)
@@ -45,8 +45,8 @@ def summary(o: Outcome) -> str:
     c = o.counts
     return (
         f"{c.configs} configurations ({c.grid_points} grid points: {c.invalid} invalid, "
-        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b); {o.resumed} from an earlier run, "
-        f"{o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s"
+        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b); {o.resumed} from an "
+        f"earlier run, {o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s"
     )
 
 

@@ -10,8 +10,8 @@ from .execute import tokens_per_s
 def compare_table(results) -> str:
     """One row per machine."""
     lines = [
-        f"{'hardware':24s} {'time s':>9s} {'MFU':>6s} {'HFU':>6s} {'tokens/s':>10s} {'peak GiB':>9s} "
-        f"{'HBM GiB':>8s} fits"
+        f"{'hardware':24s} {'time s':>9s} {'MFU':>6s} {'HFU':>6s} {'tokens/s':>10s} "
+        f"{'peak GiB':>9s} {'HBM GiB':>8s} fits"
     ]
     for r in results:
         lines.append(

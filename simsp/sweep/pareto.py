@@ -100,9 +100,8 @@ def pareto_figure(rows: list[dict], title: str = "sweep") -> dict:
         {
             "xref": "x",
             "yref": "paper",
-            "x": math.log10(
-                c / GIB
-            ),  # annotations on a log axis take log10 "y": 1, "yanchor": "bottom", "showarrow": False,
+            "x": math.log10(c / GIB),  # annotations on a log axis take log10
+            # "y": 1, "yanchor": "bottom", "showarrow": False,
             "text": f"HBM {c / GIB:.0f} GiB",
             "font": {"color": "#D62728"},
         }

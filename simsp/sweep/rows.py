@@ -44,7 +44,7 @@ def fmt(value) -> str:
 
 def make_row(key, t, mfu, hfu, tokens, peak, capacity, fits, tier) -> dict:
     """An output row from a configuration's key and its measured values."""
-    values = dict(zip(KEY_COLUMNS, key))
+    values = dict(zip(KEY_COLUMNS, key, strict=True))
     values.update(
         iteration_time_s=fmt(float(t)),
         mfu=fmt(float(mfu)),

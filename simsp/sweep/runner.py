@@ -35,7 +35,8 @@ def run_sweep(
     keep: float | None = None,
     progress: bool = True,
 ) -> Outcome:
-    """Enumerate, skip what the output already holds, evaluate the rest, write rows as they finish."""
+    """Enumerate, skip what the output already holds, evaluate the rest, write rows as they
+    finish."""
     t0 = time.perf_counter()
     configs, counts = enumerate_configs(spec)
     wanted = {c.key for c in configs}
@@ -48,7 +49,7 @@ def run_sweep(
     new_rows, screened = [], 0
     if screening:
         rows, kept = screen(configs, spec.keep if keep is None else keep)
-        for r, c in zip(rows, configs):
+        for r, c in zip(rows, configs, strict=True):
             if c.key not in done and c.key not in kept:
                 output.write(r)
                 new_rows.append(r)

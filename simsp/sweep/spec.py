@@ -174,7 +174,8 @@ def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
 
 
 def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
-    """The workload with grid values applied and dp = gpus / (tp pp); None if tp pp does not divide."""
+    """The workload with grid values applied and dp = gpus / (tp pp); None if tp pp does not
+    divide."""
     sections = {"model": {}, "parallel": {}, "training": {}}
     for key, value in values.items():
         section, field, _ = GRID_KEYS[key]
@@ -225,7 +226,7 @@ def enumerate_configs(spec: SweepSpec) -> tuple[list[Config], Counts]:
     for hw in spec.hardware:
         for combo in itertools.product(*(v for _, v in spec.grid)):
             counts.grid_points += 1
-            w = _variant(spec.workload, dict(zip(keys, combo)), spec.gpus)
+            w = _variant(spec.workload, dict(zip(keys, combo, strict=True)), spec.gpus)
             if (
                 w is not None
                 and not _valid(w, spec.source)

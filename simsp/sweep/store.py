@@ -40,7 +40,9 @@ def read_csv_rows(path: Path) -> list[dict]:
             ",".join(header)[:80] + "...",
             "an existing output with other columns; choose another --out or remove it",
         )
-    return [dict(zip(COLUMNS, r)) for r in csv.reader(lines[1:]) if len(r) == len(COLUMNS)]
+    return [
+        dict(zip(COLUMNS, r, strict=True)) for r in csv.reader(lines[1:]) if len(r) == len(COLUMNS)
+    ]
 
 
 class CsvSink:

@@ -86,8 +86,9 @@ def _title(result, view: View) -> dict:
 
     w, hw = result.workload, result.hardware
     head = (
-        f"<b>{w.name} on {hw.name}</b> — iteration {result.iteration_time_s:.3f} s, MFU {result.mfu():.1%}, "
-        f"peak HBM {result.memory.peak_bytes / GIB:.1f} of {result.memory.capacity_bytes / GIB:.0f} GiB"
+        f"<b>{w.name} on {hw.name}</b> — iteration {result.iteration_time_s:.3f} s, MFU "
+        f"{result.mfu():.1%}, peak HBM {result.memory.peak_bytes / GIB:.1f} of "
+        f"{result.memory.capacity_bytes / GIB:.0f} GiB"
     )
     return dict(
         text=head,

@@ -108,8 +108,9 @@ def reproduction_html(tables: dict, headers: dict) -> str:
     """The reproduction report: each table beside its chart, plotly.js inline once."""
     figs = _charts(tables, headers)
     parts = [
-        f"<html><head><meta charset='utf-8'><title>simsp reproduction</title><style>{PAGE_CSS}</style>"
-        "</head><body><h1>Korthikanti et al. 2022, reproduced by simsp</h1>"
+        "<html><head><meta charset='utf-8'><title>simsp "
+        f"reproduction</title><style>{PAGE_CSS}</style></head><body><h1>Korthikanti et al. 2022, "
+        "reproduced by simsp</h1>"
     ]
     for i, (title, rows) in enumerate(tables.items()):
         parts.append(f"<h2>{html.escape(title)}</h2>")

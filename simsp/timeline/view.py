@@ -162,7 +162,8 @@ def expanded_count(plan, spans) -> int:
 
 
 def embedding_share(result) -> float:
-    """The embedding's share of the extra time of a chunk holding both embedding and output layer."""
+    """The embedding's share of the extra time of a chunk holding both embedding and output
+    layer."""
     w = result.workload
     if result.plan.p * result.plan.v != 1:
         return 0.5
@@ -186,7 +187,8 @@ def expand(plan, spans, embedding_share: float = 0.5) -> list[Span]:
 
 
 def tp_chunk_totals(plan, spans) -> list[Span]:
-    """Per forward/backward chunk span, one TP-row span over it naming its TP collectives' totals."""
+    """Per forward/backward chunk span, one TP-row span over it naming its TP collectives'
+    totals."""
     if plan.layer is None:
         return []
     comm = [e for e in plan.layer.entries if e.stream == "comm" and e.busy_s > 0]
@@ -197,8 +199,8 @@ def tp_chunk_totals(plan, spans) -> list[Span]:
         mine = [e for e in comm if (e.phase == "forward") == (s.kind == "forward")]
         exposed, busy = (s.layers * sum(getattr(e, a) for e in mine) for a in ("seconds", "busy_s"))
         name = (
-            f"TP comm in {s.name}: {len(mine) * s.layers} collectives, exposed {exposed / MS:.3f} ms, "
-            f"busy {busy / MS:.3f} ms ({exposed / s.dur_s:.0%} of the chunk)"
+            f"TP comm in {s.name}: {len(mine) * s.layers} collectives, exposed {exposed / MS:.3f} "
+            f"ms, busy {busy / MS:.3f} ms ({exposed / s.dur_s:.0%} of the chunk)"
         )
         out.append(
             Span(
@@ -218,7 +220,8 @@ def tp_chunk_totals(plan, spans) -> list[Span]:
 
 
 def idle_spans(spans, end_s: float, min_gap_s: float = 1e-9) -> list[Span]:
-    """Gaps on each stage's compute row where neither compute nor a blocking send or all-reduce runs."""
+    """Gaps on each stage's compute row where neither compute nor a blocking send or all-reduce
+    runs."""
     busy: dict[int, list[tuple[float, float]]] = {}
     for s in spans:
         if s.stream in ("compute", "pp_comm", "dp_comm") and s.dur_s > 0:
@@ -305,9 +308,10 @@ def _aggregated(spans, end: float, budget: int) -> View:
             break
         gap *= 2
     note = (
-        f"AGGREGATED view: {len(spans):,} spans exceed {budget:,} bars, so each stage's compute spans "
-        f"less than {gap / MS:.1f} ms apart are merged into one bar and gaps under that are not shown; "
-        f"{dropped:,} PP send spans and the TP row are left out. The --trace file holds every span."
+        f"AGGREGATED view: {len(spans):,} spans exceed {budget:,} bars, so each stage's compute "
+        f"spans less than {gap / MS:.1f} ms apart are merged into one bar and gaps under that are "
+        f"not shown; {dropped:,} PP send spans and the TP row are left out. The --trace file holds "
+        "every span."
     )
     return View("aggregated", tuple(merged + idle), note)
 
@@ -316,7 +320,8 @@ def _aggregated(spans, end: float, budget: int) -> View:
 
 
 def _step_values(samples, at: np.ndarray) -> np.ndarray:
-    """A stage's HBM (step function of its samples) at the given times; the last sample at a time wins."""
+    """A stage's HBM (step function of its samples) at the given times; the last sample at a time
+    wins."""
     t = np.array([m.time_s for m in samples])
     b = np.array([m.bytes for m in samples])
     order = np.argsort(t, kind="stable")

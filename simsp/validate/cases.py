@@ -55,7 +55,8 @@ class Skipped:
 
 
 def project_path(rel: str) -> Path:
-    """A project file (hardware/, workloads/) from the working directory, else the source checkout."""
+    """A project file (hardware/, workloads/) from the working directory, else the source
+    checkout."""
     from simsp.config import REPO_ROOT
 
     local = Path(rel)
@@ -155,8 +156,8 @@ def vtrain_workload(row: dict, name: str) -> Workload:
 
 def _describe(row: dict) -> str:
     return (
-        f"L{row['layers']} h{row['hidden']} a{row['heads']} s{row['seq_len']} B{row['global_batch']} "
-        f"b{row['micro_batch']} tp{row['tp']} pp{row['pp']} dp{row['dp']}"
+        f"L{row['layers']} h{row['hidden']} a{row['heads']} s{row['seq_len']} "
+        f"B{row['global_batch']} b{row['micro_batch']} tp{row['tp']} pp{row['pp']} dp{row['dp']}"
     )
 
 

@@ -39,7 +39,10 @@ def _worst_table(name: str, rs: list) -> list[str]:
 def _metrics_line(label: str, m: dict, skipped: str) -> str:
     if not m["n"]:
         return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
-    return f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} {m['bias']:+7.1%}"
+    return (
+        f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} "
+        f"{m['bias']:+7.1%}"
+    )
 
 
 def _by_table(name: str, rs: list, by: str) -> list[str]:

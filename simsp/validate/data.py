@@ -80,23 +80,26 @@ def _settings(folder: Path) -> dict:
 
 
 def _provenance(kind: str, settings: dict, n: int) -> list[str]:
-    """The `# `-prefixed header lines of vtrain_{kind}.csv: source, licence, run settings, columns."""
+    """The `# `-prefixed header lines of vtrain_{kind}.csv: source, licence, run settings,
+    columns."""
     where = "1 node of 8 A100 GPUs" if kind == "single" else "up to 512 A100 GPUs, 8 a node"
     lines = [
         f"vTrain measured iteration times, {n} runs on {where} (Megatron-DeepSpeed GPT training).",
         f"Source: {VTRAIN_SOURCE['repository']} data/ground_truth_{kind}.csv "
         f"at commit {VTRAIN_SOURCE['commit']} ({VTRAIN_SOURCE['paper']}).",
         f"Licence: {VTRAIN_SOURCE['licence']}.",
-        f"Derived by simsp.validate.derive_vtrain from the shared data/vtrain/ground_truth_{kind}.csv: "
-        "UTF-8 BOM and CRLF removed, headers renamed, values copied verbatim, row order kept.",
-        f"Run settings (vTrain {', '.join(settings.get('files', [])) or 'example_config_val_*.json'}): "
-        "Megatron-DeepSpeed, full activation recompute "
-        f"(use_checkpoint: {json.dumps(settings.get('use_checkpoint'))}), "
+        "Derived by simsp.validate.derive_vtrain from the shared "
+        f"data/vtrain/ground_truth_{kind}.csv: UTF-8 BOM and CRLF removed, headers renamed, values "
+        "copied verbatim, row order kept.",
+        "Run settings (vTrain "
+        f"{', '.join(settings.get('files', [])) or 'example_config_val_*.json'}): "
+        "Megatron-DeepSpeed, full activation recompute (use_checkpoint: "
+        f"{json.dumps(settings.get('use_checkpoint'))}), "
         f"{settings.get('pipeline_scheduling', '1f1b')} schedule, no gradient bucketing "
         f"(use_gradient_bucket: {json.dumps(settings.get('use_gradient_bucket'))}), "
         f"{settings.get('node_size', 8)} GPUs a node, GPU {settings.get('gpu_name', 'A100')}, "
-        f"inter-node {settings.get('inter_node_bandwidth')} Gb/s a node, "
-        f"intra-node {settings.get('intra_node_bandwidth')} GB/s (vTrain's model parameters).",
+        f"inter-node {settings.get('inter_node_bandwidth')} Gb/s a node, intra-node "
+        f"{settings.get('intra_node_bandwidth')} GB/s (vTrain's model parameters).",
         "Columns: "
         + ", ".join(
             f"{v} = '{k}'"

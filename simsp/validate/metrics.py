@@ -68,8 +68,8 @@ def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
 def summarize(
     results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None
 ) -> dict:
-    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and worst
-    (and, with `by`, the same metrics for each value of that setting)."""
+    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and
+    worst (and, with `by`, the same metrics for each value of that setting)."""
     out = {}
     for name in sets:
         rs = of_set(results, name)

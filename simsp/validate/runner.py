@@ -81,5 +81,5 @@ def run_validation(
             chosen += subset(mine, limit[name]) if name in limit else mine
         cases = chosen
     predicted = predict_all(cases, workers)
-    results = tuple(CaseResult(c, p) for c, p in zip(cases, predicted))
+    results = tuple(CaseResult(c, p) for c, p in zip(cases, predicted, strict=True))
     return Validation(tuple(sets), results, tuple(skipped), time.perf_counter() - t0)

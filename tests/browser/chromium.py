@@ -40,7 +40,8 @@ FLAGS = (
 HEAD_SCRIPT = """<script>
 window.__probeErrors = [];
 window.addEventListener('error', function (e) {
-  window.__probeErrors.push('error: ' + (e.message || (e.target && (e.target.src || e.target.href)) || String(e)));
+  window.__probeErrors.push('error: ' + (e.message || (e.target && (e.target.src || \
+e.target.href)) || String(e)));
 }, true);
 window.addEventListener('unhandledrejection', function (e) {
   window.__probeErrors.push('unhandled rejection: ' + String(e.reason));
@@ -49,7 +50,8 @@ window.__probeWarnings = [];
 (function () {
   var error = console.error, warn = console.warn;
   console.error = function () {
-    window.__probeErrors.push('console.error: ' + Array.prototype.map.call(arguments, String).join(' '));
+    window.__probeErrors.push('console.error: ' + Array.prototype.map.call(arguments, \
+String).join(' '));
     return error.apply(console, arguments);
   };
   console.warn = function () {
@@ -66,10 +68,13 @@ window.addEventListener('load', function () {
     var out = {
       divs: divs.length,
       traces: divs.map(function (d) { return (d.data || []).length; }),
-      trace_names: divs.map(function (d) { return (d.data || []).map(function (t) { return t.name; }); }),
+      trace_names: divs.map(function (d) { return (d.data || []).map(function (t) { return \
+t.name; }); }),
       drawn_bars: divs.map(function (d) { return d.querySelectorAll('.barlayer .point').length; }),
-      drawn_lines: divs.map(function (d) { return d.querySelectorAll('.scatterlayer .js-line').length; }),
-      title: divs.map(function (d) { return d.layout && d.layout.title && d.layout.title.text || ''; }),
+      drawn_lines: divs.map(function (d) { return d.querySelectorAll('.scatterlayer \
+.js-line').length; }),
+      title: divs.map(function (d) { return d.layout && d.layout.title && d.layout.title.text || \
+''; }),
       errors: window.__probeErrors,
       loaded_ms: performance.now()
     };
@@ -153,7 +158,8 @@ def read_probe(dom: str) -> dict:
 def probe_page(
     binary: str, html: str, workdir: Path, name: str = "page.html", timeout_s: float = 60
 ) -> dict:
-    """Load an instrumented copy of a page and return its findings plus `wall_s` (process wall time)."""
+    """Load an instrumented copy of a page and return its findings plus `wall_s` (process wall
+    time)."""
     path = Path(workdir) / name
     path.write_text(instrument(html))
     dom, wall = dump_dom(binary, path.resolve().as_uri(), timeout_s)
