@@ -35,10 +35,11 @@ from simsp.cost import stage_time as st
 from simsp.cost.layer_time import layer_time
 from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
-from simsp.memory import MemoryReport
+from simsp.memory import CLASSIC, MemoryReport
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.plan import Parts, StageCosts, gradients_done_s, stage_costs
+from simsp.schedule import REGISTRY, build, stage_and_chunk, virtual_stage
 from simsp.workload import TrainingSpec, Workload
 
 _CACHE_SIZE = 4096
@@ -54,6 +55,9 @@ class Estimate:
     tokens_per_s: float
     peak_bytes: float
     capacity_bytes: int
+    bubble_s: float = 0.0
+    """Stage 0's idle time: the iteration less its passes, sends, exposed DP time and optimizer
+    step (the event tier's breakdown()['bubble_s'])."""
 
     @property
     def fits(self) -> bool:
@@ -104,15 +108,109 @@ def stage_finish_s(c) -> tuple[tuple[float, float], ...]:
 def stage_done_s(c) -> tuple[float, ...]:
     """When each stage has its gradients: DP all-reduce (exposed or overlapped), embedding sync."""
     done = []
-    for s, (end, last_b_start) in enumerate(stage_finish_s(c)):
+    for s, (end, w_start, w_end) in enumerate(pipeline_ends(c)):
         dp = c.dp_s[s]
         if dp > 0:
-            b_end = last_b_start + c.chunks[s].backward_s
-            end = gradients_done_s(end, last_b_start, b_end, dp, c.dp_buckets[s], c.overlap_dp)
-        if c.embedding_sync_s > 0 and s in (0, c.p - 1):
+            end = gradients_done_s(end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp)
+        if c.embedding_sync_s > 0 and s in (0, c.last_stage):
             end += c.embedding_sync_s
         done.append(end)
     return tuple(done)
+
+
+def pipeline_ends(c) -> tuple[tuple[float, float, float], ...]:
+    """(end of its last pass and send, start and end of its last weight-gradient pass) per
+    stage: from the pipeline formula for the classic schedules, else from `walk`."""
+    if c.schedule not in CLASSIC:
+        return walk(c, build(c.schedule, c.p, c.m, c.v))
+    return tuple(
+        (end, start, start + c.chunks[s].backward_s)
+        for s, (end, start) in enumerate(stage_finish_s(c))
+    )
+
+
+def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
+    """The schedule replayed without an event loop, by the engine's rules: a stage runs its
+    actions in order, each starting when the stage is free and its input has arrived (a
+    forward the previous virtual stage's activation, a B or I the next one's gradient), and a
+    send to another stage blocks the sender for c.p2p_s. Exact where no formula exists (the
+    zero-bubble and V schedules); O(actions)."""
+    p, last = c.p, c.p * c.v - 1
+    place = REGISTRY[c.schedule].placement
+    vs_of = [[virtual_stage(p, s, k, place) for k in range(c.v)] for s in range(p)]
+    home = [stage_and_chunk(p, vs, place)[0] for vs in range(last + 1)]
+    arrived: dict = {}
+    free, pos = [0.0] * p, [0] * p
+    last_w = [(0.0, 0.0)] * p
+    moved = True
+    while moved:
+        moved = False
+        for s in range(p):
+            while pos[s] < len(actions[s]):
+                a = actions[s][pos[s]]
+                vs = vs_of[s][a.chunk]
+                need = (
+                    ("F", vs - 1)
+                    if a.kind == "F" and vs > 0
+                    else ("B", vs + 1)
+                    if a.kind in "BI" and vs < last
+                    else None
+                )
+                if need is not None and (need, a.microbatch) not in arrived:
+                    break
+                start = max(free[s], arrived[(need, a.microbatch)] if need else 0.0)
+                chunk = c.chunks[vs]
+                end = (
+                    start
+                    + {
+                        "F": chunk.forward_s,
+                        "B": chunk.backward_s,
+                        "I": chunk.input_s,
+                        "W": chunk.weight_s,
+                    }[a.kind]
+                )
+                if a.kind in "BW":
+                    last_w[s] = (start, end)
+                if a.kind != "W":
+                    target = vs + 1 if a.kind == "F" else vs - 1
+                    if 0 <= target <= last and c.p2p_s > 0 and home[target] != s:
+                        end += c.p2p_s
+                    arrived[(("F" if a.kind == "F" else "B", vs), a.microbatch)] = end
+                free[s] = end
+                pos[s] += 1
+                moved = True
+    if any(pos[s] < len(actions[s]) for s in range(p)):
+        raise ValueError(f"schedule {c.schedule!r} deadlocks at p={p}, m={c.m}, v={c.v}")
+    return tuple((free[s], *last_w[s]) for s in range(p))
+
+
+def stage_busy_s(c, stage: int = 0) -> float:
+    """A stage's passes and sends over the iteration: m x W_s for the classic schedules, else
+    summed over its actions."""
+    if c.schedule in CLASSIC:
+        return c.m * stage_work_s(c)[stage]
+    p, last = c.p, c.p * c.v - 1
+    place = REGISTRY[c.schedule].placement
+    busy = 0.0
+    for a in build(c.schedule, p, c.m, c.v)[stage]:
+        vs = virtual_stage(p, stage, a.chunk, place)
+        chunk = c.chunks[vs]
+        busy += {
+            "F": chunk.forward_s,
+            "B": chunk.backward_s,
+            "I": chunk.input_s,
+            "W": chunk.weight_s,
+        }[a.kind]
+        target = vs + 1 if a.kind == "F" else vs - 1
+        remote = 0 <= target <= last and stage_and_chunk(p, target, place)[0] != stage
+        busy += c.p2p_s if a.kind != "W" and remote else 0.0
+    return busy
+
+
+def bubble_s(c) -> float:
+    """Stage 0's idle time in closed form, as the event tier's breakdown counts it."""
+    end, done = pipeline_ends(c)[0][0], stage_done_s(c)[0]
+    return iteration_s(c) - stage_busy_s(c) - (done - end) - c.optimizer_s[0]
 
 
 def iteration_s(c) -> float:
@@ -170,7 +268,8 @@ def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
 # ---------------------------------------------------------------------------- one configuration
 def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     """Closed-form time, MFU/HFU and peak HBM of one validated workload on one machine."""
-    t = iteration_s(costs(w, hw))
+    c = costs(w, hw)
+    t = iteration_s(c)
     gb, gpus, peak = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
     return Estimate(
         iteration_time_s=t,
@@ -181,6 +280,7 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
         tokens_per_s=gb * w.model.seq_len / t,
         peak_bytes=memory.peak_bytes(w),
         capacity_bytes=hw.hbm_bytes,
+        bubble_s=bubble_s(c),
     )
 
 

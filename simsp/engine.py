@@ -16,7 +16,18 @@ from dataclasses import dataclass
 import simpy
 
 from simsp.plan import Plan, gradients_done_s
+from simsp.schedule import stage_and_chunk, virtual_stage
 from simsp.trace import MemorySample, Span
+
+PASSES = {
+    # kind: chunk -> (seconds, bytes allocated at the start, bytes freed at the end)
+    "F": lambda c: (c.forward_s, c.activation_bytes, 0.0),
+    "B": lambda c: (c.backward_s, 0.0, c.activation_bytes),
+    "I": lambda c: (c.input_s, 0.0, c.activation_bytes - c.weight_bytes),
+    "W": lambda c: (c.weight_s, 0.0, c.weight_bytes),
+}
+"""What each action kind costs and holds (schedule/action.py names the kinds)."""
+SPAN_KINDS = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight"}
 
 
 @dataclass(frozen=True)
@@ -54,56 +65,69 @@ class _Run:
         self.spans.append(Span(stage, stream, kind, name, start, dur, mb, chunk, first, n))
 
     def stage(self, s: int):
-        """Generator: the stage's whole iteration."""
-        plan, env = self.plan, self.env
+        """Generator: the stage's whole iteration, following its actions in order.
+
+        Each action waits for what `schedule.dependencies` says crosses stages (a forward the
+        previous virtual stage's activation, a B or I the next one's gradient; a W only its own
+        I, earlier on this stage), runs for its kind's time (PASSES) allocating and freeing
+        what that kind holds, then sends to the neighbouring virtual stage if it sits on
+        another stage. Written out in one loop: it runs ~10^5 times for the 1T workload."""
+        plan, env, p = self.plan, self.env, self.plan.p
         held = plan.weights_bytes[s]
         self.memory.append(MemorySample(s, 0.0, held))
-        last_vs = plan.p * plan.v - 1
-        last_b = (0.0, 0.0)
+        last_vs = p * plan.v - 1
+        vs_of = [virtual_stage(p, s, c, plan.placement) for c in range(plan.v)]
+        remote = {vs: stage_and_chunk(p, vs, plan.placement)[0] != s for vs in range(last_vs + 1)}
+        last_w = (0.0, 0.0)
         for a in plan.actions[s]:
-            vs = a.chunk * plan.p + s
+            kind, vs = a.kind, vs_of[a.chunk]
             cost = plan.chunks[vs]
-            forward = a.kind == "F"
-            source = vs - 1 if forward else vs + 1
-            if 0 <= source <= last_vs:
-                yield self.event(("F" if forward else "B", source, a.microbatch))
+            if kind == "F":
+                if vs > 0:
+                    yield self.event(("F", vs - 1, a.microbatch))
+            elif kind != "W" and vs < last_vs:
+                yield self.event(("B", vs + 1, a.microbatch))
+            dur, before, after = PASSES[kind](cost)
             start = env.now
-            if forward:
-                held += cost.activation_bytes
+            if before:
+                held += before
                 self.memory.append(MemorySample(s, start, held))
-            dur = cost.forward_s if forward else cost.backward_s
             yield env.timeout(dur)
             self.span(
                 s,
                 "compute",
-                "forward" if forward else "backward",
-                f"{'F' if forward else 'B'} mb{a.microbatch} c{a.chunk}",
+                SPAN_KINDS[kind],
+                f"{kind} mb{a.microbatch} c{a.chunk}",
                 start,
                 dur,
                 a.microbatch,
                 a.chunk,
                 vs,
             )
-            if not forward:
-                held -= cost.activation_bytes
+            if after:
+                held -= after
                 self.memory.append(MemorySample(s, env.now, held))
-                last_b = (start, env.now)
-            target = vs + 1 if forward else vs - 1
-            if 0 <= target <= last_vs and plan.p2p_s > 0:
+            if kind in ("B", "W"):
+                last_w = (start, env.now)
+            if kind == "W":
+                continue
+            target = vs + 1 if kind == "F" else vs - 1
+            if 0 <= target <= last_vs and plan.p2p_s > 0 and remote[target]:
                 t0 = env.now
                 yield env.timeout(plan.p2p_s)
+                what = "act" if kind == "F" else "grad"
                 self.span(
                     s,
                     "pp_comm",
                     "pp_send",
-                    f"send {'act' if forward else 'grad'} mb{a.microbatch} c{a.chunk}",
+                    f"send {what} mb{a.microbatch} c{a.chunk}",
                     t0,
                     plan.p2p_s,
                     a.microbatch,
                     a.chunk,
                 )
-            self.event((a.kind, vs, a.microbatch)).succeed()
-        yield from self.gradients(s, *last_b)
+            self.event(("F" if kind == "F" else "B", vs, a.microbatch)).succeed()
+        yield from self.gradients(s, *last_w)
 
     def gradients(self, s: int, backward_start: float, backward_end: float):
         """DP all-reduce (after, or bucket by bucket alongside, the last backward),
@@ -116,7 +140,7 @@ class _Run:
             )
             self.span(s, "dp_comm", "dp_allreduce", "DP gradient all-reduce", end - dp, dp)
             yield env.timeout(end - env.now)
-        if plan.embedding_sync_s > 0 and s in (0, plan.p - 1):
+        if plan.embedding_sync_s > 0 and s in (0, plan.last_stage):
             t0 = env.now
             yield env.timeout(plan.embedding_sync_s)
             self.span(

@@ -15,7 +15,8 @@ from simsp.hardware import HardwareSpec
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.params import stage_params
-from simsp.schedule import build, warmup_1f1b, warmup_interleaved
+from simsp.schedule import REGISTRY, build, virtual_stage, warmup_1f1b, warmup_interleaved
+from simsp.units import BYTES_16BIT
 from simsp.workload import Workload
 
 _CACHE_SIZE = 4096
@@ -90,6 +91,27 @@ def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_b
 @lru_cache(maxsize=_CACHE_SIZE)
 def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
+
+
+def weight_grad_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+    """What one layer keeps from its I pass to its deferred W pass, one GPU: each linear layer's
+    saved input and its output gradient, the two operands of dW = dYᵀ X (Qi et al. 2024, §2).
+    Both are counted as they are stored: under SP sequence-sharded (the column layers' inputs
+    and the row layers' [s, b, h] output gradients), to be gathered again for the W pass; that
+    re-gather's time is not modelled."""
+    return _weight_grad_bytes(model, parallel.for_layer(), micro_batch)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _weight_grad_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+    total = 0.0
+    for op in L.build_layer(model, parallel, micro_batch):
+        if op.kind == "gemm":
+            total += sum(L.stored_bytes(s, parallel) for s in op.saves)
+            row = op.saves[0].shard == "tp"  # a row-parallel layer's input is TP-split
+            split = parallel.tp if row and parallel.sequence_parallel else 1
+            total += BYTES_16BIT * op.gemm.m * op.gemm.n / split
+    return total
 
 
 def end_stage_bytes(
@@ -167,6 +189,8 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     if not par.deallocate_pipeline_outputs and stage < p - 1:
         chunk += stage_output_bytes(model, par, b)
     emb, out = end_stage_bytes(model, par, b)
+    if par.schedule not in CLASSIC:
+        return _walk_peak(w, stage, chunk, emb, out)
     first = emb if stage == 0 else 0.0
     last = out if stage == p - 1 else 0.0
     if v > 1 and (first or last):
@@ -177,6 +201,28 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)
     last_count = 1 if par.schedule != "gpipe" else count  # 1F1B's last stage holds one microbatch
     return count * (chunk + first) + last_count * last
+
+
+CLASSIC = ("gpipe", "1f1b", "interleaved")
+"""Schedules whose in-flight counts have closed forms (in_flight_chunks); others are walked."""
+
+
+def _walk_peak(w: Workload, stage: int, chunk: float, emb: float, out: float) -> float:
+    """Peak activation bytes over the stage's actions: an F holds its chunk (plus the embedding
+    or output-layer tensors on the end virtual stages), a B frees it, an I frees all but what
+    its W needs, the W frees that."""
+    par = w.parallel
+    p, v = par.pp, par.chunks
+    last = p * v - 1
+    w_bytes = w.layers_per_chunk * weight_grad_bytes(w.model, par, w.training.micro_batch)
+    placement = REGISTRY[par.schedule].placement
+    held = peak = 0.0
+    for a in build(par.schedule, p, w.microbatches, v)[stage]:
+        vs = virtual_stage(p, stage, a.chunk, placement)
+        size = chunk + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
+        held += {"F": size, "B": -size, "I": w_bytes - size, "W": -w_bytes}[a.kind]
+        peak = max(peak, held)
+    return peak
 
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:

@@ -2,8 +2,10 @@
 
 from dataclasses import dataclass
 
+from simsp.schedule import REGISTRY, SCHEDULES, chunks_of
+
 RECOMPUTE_MODES = ("none", "selective", "full")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+__all__ = ["RECOMPUTE_MODES", "SCHEDULES", "ParallelSpec"]
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,11 @@ class ParallelSpec:
     recompute: str = "none"
     """Activation recomputation: none, selective (paper §5) or full (every layer)."""
     schedule: str = "1f1b"
-    """Pipeline schedule: gpipe, 1f1b (PipeDream-flush) or interleaved."""
+    """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
+    bubble), zbv or dualpipev (V-shaped); see simsp/schedule/."""
     virtual_stages: int = 1
-    """Model chunks per pipeline stage for the interleaved schedule (the paper's m)."""
+    """Model chunks per pipeline stage for the interleaved and zb-h1 schedules (the paper's m);
+    the V schedules always hold two."""
     distributed_optimizer: bool = False
     """Shard optimizer state over DP: 6 + 12/d bytes a parameter instead of 18."""
     overlap_dp_comm: bool = False
@@ -47,6 +51,18 @@ class ParallelSpec:
         )
 
     @property
+    def last_stage(self) -> int:
+        """The stage holding the model's last layers and output layer: p - 1, or 0 under the V
+        schedules (their last virtual stage folds back onto the first rank)."""
+        from simsp.schedule import stage_and_chunk
+
+        placement = REGISTRY[self.schedule].placement if self.schedule in REGISTRY else "loop"
+        return stage_and_chunk(self.pp, self.pp * self.chunks - 1, placement)[0]
+
+    @property
     def chunks(self) -> int:
-        """Model chunks per stage: v under the interleaved schedule, else 1."""
-        return self.virtual_stages if self.schedule == "interleaved" else 1
+        """Model chunks per stage under the schedule: virtual_stages where it takes chunks,
+        2 for the V schedules, else 1."""
+        if self.schedule not in REGISTRY:
+            return 1
+        return chunks_of(self.schedule, self.virtual_stages)

@@ -39,14 +39,17 @@ def total_params(model: ModelSpec) -> int:
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
     """Parameters one TP rank of a pipeline stage holds: its layers, plus the embedding tables
     on the first stage and the final norm and output layer on the last."""
-    return _stage_params(model, parallel.tp, parallel.pp, stage)
+    last = parallel.last_stage
+    return _stage_params(model, parallel.tp, parallel.pp, stage == 0, stage == last, last != 0)
 
 
 @lru_cache(maxsize=4096)
-def _stage_params(model: ModelSpec, t: int, p: int, stage: int) -> float:
+def _stage_params(model: ModelSpec, t: int, p: int, first: bool, last: bool, apart: bool) -> float:
+    """first / last: the stage holds the embedding / the output layer; apart: they are on
+    different stages (then a tied output layer is a copy of its own)."""
     params = (model.layers // p) * layer_params_per_rank(model, t)
-    if stage == 0:
+    if first:
         params += sum(L.stored_params(w, t) for w in L.embedding_weights(model, t))
-    if stage == p - 1:
-        params += sum(L.stored_params(w, t) for w in L.output_weights(model, t, pipelined=p > 1))
+    if last:
+        params += sum(L.stored_params(w, t) for w in L.output_weights(model, t, pipelined=apart))
     return params

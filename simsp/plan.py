@@ -19,6 +19,7 @@ from simsp.memory import (
     end_stage_bytes,
     stage_output_bytes,
     weight_bytes_per_param,
+    weight_grad_bytes,
 )
 from simsp.params import stage_params
 from simsp.units import BYTES_FP32
@@ -38,6 +39,17 @@ class ChunkCost:
     recompute_s: float
     activation_bytes: float
     """Held from the chunk's forward until its backward ends."""
+    input_s: float = 0.0
+    """An I pass (zero-bubble schedules): recompute and the backward but its weight gradients;
+    the end stages' embedding and output-layer backward count here whole."""
+    weight_s: float = 0.0
+    """A W pass: the layers' weight-gradient GEMMs."""
+    input_tp_s: float = 0.0
+    """Exposed TP communication inside input_s."""
+    weight_bytes: float = 0.0
+    """What an I pass leaves held until its W: the linear layers' inputs and output gradients."""
+    weight_tp_s: float = 0.0
+    """Exposed TP communication inside weight_s (none: a W pass only runs GEMMs)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class StageCosts:
     v: int
     m: int
     chunks: tuple[ChunkCost, ...]
-    """Indexed by virtual stage chunk * p + stage."""
+    """Indexed by virtual stage (schedule.virtual_stage of a stage and chunk)."""
     p2p_s: float
     dp_s: tuple[float, ...]
     overlap_dp: bool
@@ -57,9 +69,21 @@ class StageCosts:
     """Gradient buckets per stage (the overlapped all-reduce sends them one by one)."""
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
+    schedule: str = "1f1b"
+    """The schedule's name (simsp.schedule.REGISTRY): its placement maps chunks to virtual
+    stages, and the closed form walks its actions where it has no formula."""
+
+    @property
+    def placement(self) -> str:
+        return schedule.REGISTRY[self.schedule].placement
+
+    @property
+    def last_stage(self) -> int:
+        """The stage holding the last virtual stage (p - 1, or 0 under a V placement)."""
+        return schedule.stage_and_chunk(self.p, self.p * self.v - 1, self.placement)[0]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan(StageCosts):
     """Everything the engine needs, as plain data: the costs plus each stage's actions."""
 
@@ -109,6 +133,7 @@ def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[Ch
     out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
     fwd, bwd = lt.forward_s, lt.backward_s
     tp_f, tp_b, rc = lt.forward_tp_s, lt.backward_tp_s, lt.recompute_s
+    held_for_w = n * weight_grad_bytes(w.model, par, b)
 
     def chunk(vs: int) -> ChunkCost:
         first, final = vs == 0, vs == last
@@ -121,6 +146,10 @@ def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[Ch
             activation_bytes=per_layer
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + out_held,
+            input_s=n * lt.input_s + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            weight_s=n * lt.weight_s,
+            input_tp_s=n * lt.input_tp_s,
+            weight_bytes=held_for_w,
         )
 
     middle = chunk(1) if last > 1 else None
@@ -175,6 +204,7 @@ def stage_costs(
         dp_buckets=tuple(gradient_buckets(n, par.dp_bucket_mb) for n in params),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
+        schedule=par.schedule,
     )
     return costs, lt, params
 

@@ -75,6 +75,15 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
     return "\n".join(lines)
 
 
+PASS_TP = {
+    "forward": "forward_tp_s",
+    "backward": "backward_tp_s",
+    "backward_input": "input_tp_s",
+    "backward_weight": "weight_tp_s",
+}
+"""Span kinds of the pipeline passes, and the ChunkCost field of their exposed TP time."""
+
+
 @dataclass(frozen=True)
 class Result:
     """One simulated iteration, as DESIGN.md's JSON contract reports it."""
@@ -113,15 +122,10 @@ class Result:
     def breakdown(self, stage: int = 0) -> dict:
         """Where one stage's iteration went; the parts sum to the iteration time."""
         spans = [s for s in self.sim.spans if s.stage == stage]
-        chunks = self.plan.chunks
-        tp = sum(
-            chunks[s.chunk * self.plan.p + stage].forward_tp_s
-            if s.kind == "forward"
-            else chunks[s.chunk * self.plan.p + stage].backward_tp_s
-            for s in spans
-            if s.kind in ("forward", "backward")
-        )
-        compute = sum(s.dur_s for s in spans if s.kind in ("forward", "backward")) - tp
+        passes = [s for s in spans if s.kind in PASS_TP]
+        chunks, n = self.plan.chunks, self.plan.layers_per_chunk
+        tp = sum(getattr(chunks[s.first_layer // n], PASS_TP[s.kind]) for s in passes)
+        compute = sum(s.dur_s for s in passes) - tp
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
         busy_end = max(
             (

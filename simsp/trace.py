@@ -9,6 +9,8 @@ STREAMS = ("compute", "tp_comm", "pp_comm", "dp_comm")
 KINDS = (
     "forward",
     "backward",
+    "backward_input",
+    "backward_weight",
     "recompute",
     "tp_comm",
     "pp_send",

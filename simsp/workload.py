@@ -12,6 +12,7 @@ from simsp.model import (
     ModelSpec,
 )
 from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
+from simsp.schedule import REGISTRY
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,8 @@ def _rules(w: Workload):
     yield (
         "parallel.virtual_stages",
         p.virtual_stages,
-        p.schedule == "interleaved" or p.virtual_stages == 1,
-        "must be 1 unless schedule is interleaved",
+        p.virtual_stages == 1 or (p.schedule in REGISTRY and REGISTRY[p.schedule].chunks is None),
+        "must be 1 unless schedule is interleaved or zb-h1",
     )
     yield (
         "parallel.schedule",
@@ -123,6 +124,10 @@ def _rules(w: Workload):
         p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0,
         f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})",
     )
+    if p.schedule in REGISTRY and p.schedule != "interleaved":
+        m = t.global_batch // (t.micro_batch * p.dp)
+        broken = REGISTRY[p.schedule].needs(p.pp, m, p.chunks)
+        yield "training.global_batch", t.global_batch, broken is None, broken or ""
 
 
 def _model_choices(m: ModelSpec):

@@ -9,6 +9,7 @@ SP the all-gather of the saved sequence-sharded input runs alongside the data-gr
 pass sum to the pass exactly; `busy_s` is how long it occupies its stream.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,7 +18,7 @@ from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_
 from simsp.layer import Op
 from simsp.parallel import ParallelSpec
 
-PHASES = ("forward", "recompute", "backward")
+PHASES = ("forward", "recompute", "backward", "input", "weight")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ class LayerTime:
     """Entries of one layer for one microbatch; recompute entries count as backward time."""
 
     entries: tuple[Entry, ...]
+    split: tuple[Entry, ...] = ()
+    """The same layer with its backward split as zero-bubble schedules run it: phases
+    recompute and input (I: everything but the weight gradients, the input-gradient collectives
+    fully exposed) and weight (W: the weight-gradient GEMMs alone)."""
 
     def seconds(self, *phases: str) -> float:
         """Sum of the entries of the given phases."""
@@ -70,6 +75,21 @@ class LayerTime:
     def recompute_s(self) -> float:
         return self.seconds("recompute")
 
+    @cached_property
+    def input_s(self) -> float:
+        """An I pass: recompute and the backward without the weight gradients."""
+        return sum(e.seconds for e in self.split if e.phase in ("recompute", "input"))
+
+    @cached_property
+    def weight_s(self) -> float:
+        """A W pass: the weight-gradient GEMMs."""
+        return sum(e.seconds for e in self.split if e.phase == "weight")
+
+    @cached_property
+    def input_tp_s(self) -> float:
+        """Exposed TP communication of an I pass."""
+        return sum(e.seconds for e in self.split if e.stream == "comm")
+
     def by_stream(self, stream: str, *phases: str) -> float:
         """Critical-path seconds of one stream's entries."""
         return sum(e.seconds for e in self.entries if e.stream == stream and e.phase in phases)
@@ -78,8 +98,15 @@ class LayerTime:
 class _Pass:
     """Builds the entries of a layer with one cost model and parallel plan."""
 
-    def __init__(self, cost: CostModel, parallel: ParallelSpec, ranks_per_node: int):
+    def __init__(
+        self,
+        cost: CostModel,
+        parallel: ParallelSpec,
+        ranks_per_node: int,
+        deferred_wgrad: bool = False,
+    ):
         self.cost, self.par, self.rpn = cost, parallel, ranks_per_node
+        self.deferred_wgrad = deferred_wgrad
 
     def comm(self, op: Op, collective, phase: str, hidden_behind: float = 0.0) -> Entry:
         t = self.cost.network.collective_s(collective.op, collective.bytes, self.par.tp, self.rpn)
@@ -135,13 +162,23 @@ class _Pass:
 
     def _linear_backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
         """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient
-        collective."""
+        collective. With the weight gradient deferred (a W pass of its own), nothing hides the
+        collective: the input-gradient pass waits for all of it, and the wgrad runs alone later."""
         (dg, dl), (wg, wl) = gemm_grad_shapes(op.gemm)
         dgrad = self.cost.compute.gemm(dg, dl)
         wgrad = self.cost.compute.gemm(wg, wl)
         overlapped = (
             entry_comm is not None and entry_comm.bwd_comm is not None and entry_comm.overlaps_wgrad
         )
+        if self.deferred_wgrad:
+            out = []
+            if overlapped and entry_comm.fwd_comm is not None:
+                out += self.overlap(op.name + " dgrad", dgrad, entry_comm, entry_comm.fwd_comm)
+            else:
+                out.append(self.compute(op.name + " dgrad", "backward", "gemm", dgrad))
+            if overlapped:
+                out.append(self.comm(entry_comm, entry_comm.bwd_comm, "backward"))
+            return out + [self.compute(op.name + " wgrad", "weight", "gemm", wgrad)]
         if not overlapped:
             return [
                 self.compute(op.name + " dgrad", "backward", "gemm", dgrad),
@@ -211,9 +248,21 @@ def layer_time(
     )
     host_f, host_b = (us * 1e-6 for us in host_us(cost.hw.calibration, parallel.recompute))
     entries += _host_wait(entries, ("forward",), host_f)
-    backward = [e for op in rerun for e in p.forward(op, "recompute")]
+    recompute = [e for op in rerun for e in p.forward(op, "recompute")]
+    backward = recompute + _backward(ops, p)
+    backward += _host_wait(backward, ("recompute", "backward"), host_b)
+    split = _backward(ops, _Pass(cost, parallel, ranks_per_node, deferred_wgrad=True))
+    split = recompute + [
+        dataclasses.replace(e, phase="input") if e.phase == "backward" else e for e in split
+    ]
+    split += _host_wait(split, ("recompute", "input"), host_b)
+    return LayerTime(tuple(entries + backward), tuple(split))
+
+
+def _backward(ops: tuple[Op, ...], p: _Pass) -> list[Entry]:
+    """The backward entries of the ops, last op first."""
+    out = []
     for i in range(len(ops) - 1, -1, -1):
         before = ops[i - 1] if i > 0 and ops[i - 1].kind == "comm" else None
-        backward += p.backward(ops[i], before)
-    backward += _host_wait(backward, ("recompute", "backward"), host_b)
-    return LayerTime(tuple(entries + backward))
+        out += p.backward(ops[i], before)
+    return out

@@ -142,7 +142,7 @@ def dp_allreduce_s(w: Workload, cost: CostModel, place: Placement, params: float
 
 def embedding_sync_s(w: Workload, cost: CostModel) -> float:
     """All-reduce of the tied word-embedding gradient between the first and last stage."""
-    if w.parallel.pp == 1 or not w.model.tied_embeddings:
+    if w.parallel.last_stage == 0 or not w.model.tied_embeddings:
         return 0.0
     nbytes = BYTES_FP32 * w.model.padded_vocab(w.parallel.tp) * w.model.hidden / w.parallel.tp
     return cost.network.collective_s("all_reduce", nbytes, 2, 1)

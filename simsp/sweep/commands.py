@@ -24,7 +24,8 @@ def table(rows: list[dict]) -> str:
     """Rows as a readable table."""
     head = (
         f"{'hardware':16s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} {'b':>2s} "
-        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'tokens/s':>9s} {'MFU':>6s} "
+        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'bubble s':>8s} {'tokens/s':>9s} "
+        f"{'MFU':>6s} "
         f"{'peak GiB':>8s} {'fits':>4s} tier"
     )
     lines = [head]
@@ -33,7 +34,8 @@ def table(rows: list[dict]) -> str:
             f"{r['hardware'][:16]:16s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
-            f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']):9,.0f} "
+            f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
+            f"{float(r['tokens_per_s']):9,.0f} "
             f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
             f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
         )

@@ -49,6 +49,7 @@ def evaluate_event(task: tuple) -> dict:
         r.memory.capacity_bytes,
         r.memory.fits,
         "event",
+        r.breakdown()["bubble_s"],
     )
 
 
@@ -68,6 +69,7 @@ def evaluate_analytic(task: tuple) -> dict:
         e.capacity_bytes,
         e.fits,
         "analytic",
+        e.bubble_s,
     )
 
 

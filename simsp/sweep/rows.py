@@ -15,6 +15,7 @@ KEY_COLUMNS = ("workload", "hardware", "gpus") + tuple(k.short for k in KEY_KNOB
 """The columns that name a configuration: a row's key for resuming."""
 RESULT_COLUMNS = (
     "iteration_time_s",
+    "bubble_s",
     "mfu",
     "hfu",
     "tokens_per_s",
@@ -27,7 +28,7 @@ COLUMNS = KEY_COLUMNS + RESULT_COLUMNS
 INT_COLUMNS = ("gpus", "peak_bytes", "capacity_bytes") + tuple(
     k.short for k in KEY_KNOBS if k.kind is int
 )
-FLOAT_COLUMNS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s") + tuple(
+FLOAT_COLUMNS = ("iteration_time_s", "bubble_s", "mfu", "hfu", "tokens_per_s") + tuple(
     k.short for k in KEY_KNOBS if k.kind is float
 )
 assert {s for s, _ in SECTIONS} == {k.section for k in KEY_KNOBS}
@@ -42,11 +43,12 @@ def fmt(value) -> str:
     return str(value)
 
 
-def make_row(key, t, mfu, hfu, tokens, peak, capacity, fits, tier) -> dict:
+def make_row(key, t, mfu, hfu, tokens, peak, capacity, fits, tier, bubble=0.0) -> dict:
     """An output row from a configuration's key and its measured values."""
     values = dict(zip(KEY_COLUMNS, key, strict=True))
     values.update(
         iteration_time_s=fmt(float(t)),
+        bubble_s=fmt(float(bubble)),
         mfu=fmt(float(mfu)),
         hfu=fmt(float(hfu)),
         tokens_per_s=fmt(float(tokens)),

@@ -16,6 +16,7 @@ from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 from simsp.knobs import CHOICES as KNOB_CHOICES
 from simsp.knobs import KNOBS, parse_bias, values_of
+from simsp.schedule import REGISTRY
 from simsp.workload import Workload, validate
 
 from .rows import KEY_KNOBS, fmt
@@ -186,8 +187,8 @@ def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
     par = dataclasses.replace(
         par, dp=gpus // (par.tp * par.pp), sequence_parallel=par.sequence_parallel and par.tp > 1
     )
-    if par.schedule != "interleaved":
-        par = dataclasses.replace(par, virtual_stages=1)
+    if par.schedule in REGISTRY and REGISTRY[par.schedule].chunks is not None:
+        par = dataclasses.replace(par, virtual_stages=1)  # the schedule fixes its chunks
     return dataclasses.replace(
         base,
         model=dataclasses.replace(base.model, **sections["model"]),

@@ -30,6 +30,8 @@ STREAM_LABELS = {
 KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blind safer)
     "forward": ("forward", "#4C78A8"),
     "backward": ("backward", "#F58518"),
+    "backward_input": ("backward, input gradient (I)", "#E15759"),
+    "backward_weight": ("backward, weight gradient (W)", "#FF9DA7"),
     "recompute": ("recompute", "#E45756"),
     "mixed": ("forward + backward (merged)", "#A0799A"),
     "embedding": ("embedding / output layer", "#72B7B2"),

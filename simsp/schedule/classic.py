@@ -1,6 +1,6 @@
-"""Pipeline schedules as pure data: which forward and backward each pipeline stage runs, in order.
+"""The classic schedules: each stage runs forwards and full backwards (F and B) of one or v chunks.
 
-Three schedules, each returning one tuple of `Action`s per pipeline stage:
+Each returns one tuple of `Action`s per pipeline stage:
 
 - ``gpipe``: all forwards, then all backwards (Huang et al., "GPipe", NeurIPS 2019; in
   Megatron-LM the same order as ``forward_backward_no_pipelining`` / a full flush).
@@ -11,40 +11,12 @@ Three schedules, each returning one tuple of `Action`s per pipeline stage:
   SC'21, §2.2.2), Megatron-LM ``forward_backward_pipelining_with_interleaving``
   (``megatron/core/pipeline_parallel/schedules.py``).
 
-No time, no simpy: the engine replays these lists, honouring `dependencies`. Backward actions
-include any activation recomputation (the engine decides what a backward costs).
+No time, no simpy: the engine replays these lists. Backward actions include any activation
+recomputation (the engine decides what a backward costs).
 """
 
-from dataclasses import dataclass
-
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One unit of work on one pipeline stage: a forward or backward of one microbatch chunk."""
-
-    kind: str
-    """"F" (forward) or "B" (backward; includes recompute)."""
-    microbatch: int
-    """Microbatch index, 0-based."""
-    chunk: int = 0
-    """Model chunk (virtual stage) index on this stage, 0-based; 0 unless interleaved."""
-
-
-Actions = tuple[Action, ...]
-"""One pipeline stage's actions, in the order the stage runs them."""
-Schedule = tuple[Actions, ...]
-"""One `Actions` list per pipeline stage, stage 0 first."""
-Dependency = tuple[int, Action]
-"""(stage, action) that has to finish first."""
-
-
-def _check_positive(**values: int) -> None:
-    """Raise ValueError unless every named value is an int >= 1."""
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r}: must be an integer >= 1")
+from simsp.schedule.action import Action, Actions, Schedule
+from simsp.schedule.action import check_positive as _check_positive
 
 
 def _stage_list(forwards: list[Action], backwards: list[Action], warmup: int) -> Actions:
@@ -145,70 +117,3 @@ def interleaved(p: int, m: int, v: int) -> Schedule:
     backwards = [interleaved_action(p, v, k, "B") for k in range(m * v)]
     warmups = (warmup_interleaved(p, m, v, s) for s in range(p))
     return tuple(_stage_list(forwards, backwards, w) for w in warmups)
-
-
-def build(schedule: str, p: int, m: int, v: int = 1) -> Schedule:
-    """Per-stage action lists for ``schedule`` (one of `SCHEDULES`); ValueError if unknown.
-
-    ``v`` (model chunks per stage) is used only by "interleaved"; interleaved with v == 1 is 1F1B.
-    """
-    if schedule == "gpipe":
-        return gpipe(p, m)
-    if schedule == "1f1b":
-        return one_f_one_b(p, m)
-    if schedule == "interleaved":
-        return interleaved(p, m, v)
-    raise ValueError(f"schedule={schedule!r}: must be one of {', '.join(SCHEDULES)}")
-
-
-def max_in_flight(actions: Actions) -> int:
-    """Peak over one stage's action list of (forwards done - backwards done), in chunk-microbatches.
-
-    The number of chunk-microbatches whose activations the stage holds at once.
-    """
-    return peak_in_flight_layers(actions, 1)
-
-
-def peak_in_flight_layers(actions: Actions, layers_per_chunk: int) -> int:
-    """`max_in_flight` weighted by layers: peak layer-microbatches of activations on one stage.
-
-    With layers_per_chunk = L / (p * v), stage 0 of the interleaved schedule gives the
-    L * (1 + (p - 1) / (p * v)) layers of Korthikanti et al. 2023 §4.2.3.
-    """
-    held = peak = 0
-    for action in actions:
-        held += layers_per_chunk if action.kind == "F" else -layers_per_chunk
-        peak = max(peak, held)
-    return peak
-
-
-def virtual_stage(p: int, stage: int, chunk: int) -> int:
-    """Position of (stage, chunk) in the model: chunk * p + stage (Megatron-LM layer placement)."""
-    return chunk * p + stage
-
-
-def stage_and_chunk(p: int, vstage: int) -> tuple[int, int]:
-    """Inverse of `virtual_stage`: (stage, chunk) holding virtual stage ``vstage``."""
-    chunk, stage = divmod(vstage, p)
-    return stage, chunk
-
-
-def dependencies(p: int, v: int, stage: int, a: Action) -> tuple[Dependency, ...]:
-    """The (stage, action) pairs that must finish before ``a`` can start on ``stage``.
-
-    A forward waits for the previous virtual stage's forward of the same microbatch; a
-    backward waits for its own forward and for the next virtual stage's backward (the last
-    virtual stage's backward follows its own forward, the loss). Point-to-point sends are
-    left to the engine.
-    """
-    vs = virtual_stage(p, stage, a.chunk)
-    if a.kind == "F":
-        if vs == 0:
-            return ()
-        prev_stage, prev_chunk = stage_and_chunk(p, vs - 1)
-        return ((prev_stage, Action("F", a.microbatch, prev_chunk)),)
-    own = (stage, Action("F", a.microbatch, a.chunk))
-    if vs == p * v - 1:
-        return (own,)
-    next_stage, next_chunk = stage_and_chunk(p, vs + 1)
-    return (own, (next_stage, Action("B", a.microbatch, next_chunk)))
