@@ -275,7 +275,10 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
         iteration_time_s=t,
         mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak),
         hfu=utilization(
-            hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp), t, gpus, peak
+            hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp, w.recomputed_layers),
+            t,
+            gpus,
+            peak,
         ),
         tokens_per_s=gb * w.model.seq_len / t,
         peak_bytes=memory.peak_bytes(w),

@@ -48,12 +48,20 @@ def model_flops(model: ModelSpec, global_batch: int, tp: int = 1) -> float:
     return 3.0 * (model.layers * layer + _logits_forward(model, tp)) * global_batch
 
 
-def hardware_flops(model: ModelSpec, global_batch: int, recompute: str, tp: int = 1) -> float:
-    """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, every layer."""
+def hardware_flops(
+    model: ModelSpec,
+    global_batch: int,
+    recompute: str,
+    tp: int = 1,
+    recomputed_layers: int | None = None,
+) -> float:
+    """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, in every layer or in
+    the `recomputed_layers` that recompute (recompute_num_layers)."""
     _, rerun = _layer_forward(model, recompute)
+    layers = model.layers if recomputed_layers is None else recomputed_layers
     return (
         model_flops(model, global_batch, tp)
-        + RECOMPUTE_PASSES[recompute] * model.layers * rerun * global_batch
+        + RECOMPUTE_PASSES[recompute] * layers * rerun * global_batch
     )
 
 

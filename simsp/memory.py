@@ -7,6 +7,7 @@ schedule has in flight; the first and last stages add the embedding and output-l
 distributed optimizer (Megatron-LM docs, dist_optimizer.md).
 """
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -91,6 +92,19 @@ def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_b
 @lru_cache(maxsize=_CACHE_SIZE)
 def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
+
+
+def chunk_activation_bytes(w: Workload) -> float:
+    """One chunk's layers, one microbatch: with recompute full on only its first N layers
+    (recompute_num_layers), those keep their inputs and the rest all they save."""
+    par, n, b = w.parallel, w.layers_per_chunk, w.training.micro_batch
+    full = par.recomputed_layers(n)
+    if par.recompute != "full" or full == n:
+        return n * activation_per_layer_bytes(w.model, par, b)
+    rest = dataclasses.replace(par, recompute="none")
+    return full * activation_per_layer_bytes(w.model, par, b) + (
+        n - full
+    ) * activation_per_layer_bytes(w.model, rest, b)
 
 
 def weight_grad_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
@@ -185,7 +199,7 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
-    chunk = w.layers_per_chunk * activation_per_layer_bytes(model, par, b)
+    chunk = chunk_activation_bytes(w)
     if not par.deallocate_pipeline_outputs and stage < p - 1:
         chunk += stage_output_bytes(model, par, b)
     emb, out = end_stage_bytes(model, par, b)

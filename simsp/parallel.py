@@ -22,6 +22,10 @@ class ParallelSpec:
     """Shard layer-norm and dropout activations along the sequence (paper §4.2.2)."""
     recompute: str = "none"
     """Activation recomputation: none, selective (paper §5) or full (every layer)."""
+    recompute_num_layers: int = 0
+    """With recompute full: how many layers of each model chunk are recomputed, the first ones,
+    the rest keeping their activations (Megatron-LM --recompute-method block
+    --recompute-num-layers N); 0 means every layer."""
     schedule: str = "1f1b"
     """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
     bubble), zbv or dualpipev (V-shaped); see simsp/schedule/."""
@@ -49,6 +53,12 @@ class ParallelSpec:
         return ParallelSpec(
             tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute
         )
+
+    def recomputed_layers(self, layers_per_chunk: int) -> int:
+        """Layers of each chunk that re-run their forward in backward under recompute full."""
+        if self.recompute != "full":
+            return 0
+        return min(self.recompute_num_layers or layers_per_chunk, layers_per_chunk)
 
     @property
     def last_stage(self) -> int:

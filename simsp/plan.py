@@ -15,7 +15,7 @@ from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
 from simsp.memory import (
-    activation_per_layer_bytes,
+    chunk_activation_bytes,
     end_stage_bytes,
     stage_output_bytes,
     weight_bytes_per_param,
@@ -122,33 +122,46 @@ def _direct_ends(w: Workload, cost: CostModel, place) -> tuple[float, float, flo
 DIRECT = Parts(layer=_direct_layer, ends=_direct_ends)
 
 
-def chunk_costs(w: Workload, lt: LayerTime, ends: tuple[float, ...]) -> tuple[ChunkCost, ...]:
+def chunk_costs(
+    w: Workload, lt: LayerTime, ends: tuple[float, ...], rest: LayerTime | None = None
+) -> tuple[ChunkCost, ...]:
     """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
-    layer on the last (middle chunks are one shared object: they are all alike)."""
+    layer on the last (middle chunks are one shared object: they are all alike). `rest` is the
+    layer without recompute, for the layers recompute_num_layers leaves out."""
     par, b = w.parallel, w.training.micro_batch
     n, last = w.layers_per_chunk, par.pp * par.chunks - 1
+    full = par.recomputed_layers(n)
+
+    def layers(field: str) -> float:  # n x one layer's value, split where only some recompute
+        if rest is None or full in (0, n):
+            return n * getattr(lt, field)
+        return full * getattr(lt, field) + (n - full) * getattr(rest, field)
+
     emb_f, emb_b, out_f, out_b = ends[:4]
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
-    per_layer = n * activation_per_layer_bytes(w.model, par, b)
+    per_layer = chunk_activation_bytes(w)
     out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
-    fwd, bwd = lt.forward_s, lt.backward_s
-    tp_f, tp_b, rc = lt.forward_tp_s, lt.backward_tp_s, lt.recompute_s
+    fwd, bwd, tp_f, tp_b, rc = (
+        layers(f)
+        for f in ("forward_s", "backward_s", "forward_tp_s", "backward_tp_s", "recompute_s")
+    )
+    i, wt, i_tp = layers("input_s"), layers("weight_s"), layers("input_tp_s")
     held_for_w = n * weight_grad_bytes(w.model, par, b)
 
     def chunk(vs: int) -> ChunkCost:
         first, final = vs == 0, vs == last
         return ChunkCost(
-            forward_s=n * fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
-            backward_s=n * bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
-            forward_tp_s=n * tp_f,
-            backward_tp_s=n * tp_b,
-            recompute_s=n * rc,
+            forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
+            backward_s=bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            forward_tp_s=tp_f,
+            backward_tp_s=tp_b,
+            recompute_s=rc,
             activation_bytes=per_layer
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + out_held,
-            input_s=n * lt.input_s + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
-            weight_s=n * lt.weight_s,
-            input_tp_s=n * lt.input_tp_s,
+            input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            weight_s=wt,
+            input_tp_s=i_tp,
             weight_bytes=held_for_w,
         )
 
@@ -191,13 +204,18 @@ def stage_costs(
     p = par.pp
     place = st.placement(w, cost.hw.node.gpus)
     lt = parts.layer(w, cost, place)
+    rest = None
+    if 0 < par.recomputed_layers(w.layers_per_chunk) < w.layers_per_chunk:
+        rest = parts.layer(
+            dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, place
+        )
     ends = parts.ends(w, cost, place)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     costs = StageCosts(
         p=p,
         v=par.chunks,
         m=w.microbatches,
-        chunks=chunk_costs(w, lt, ends),
+        chunks=chunk_costs(w, lt, ends, rest),
         p2p_s=ends[4] if p > 1 else 0.0,
         dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, place, params[s])),
         overlap_dp=par.overlap_dp_comm,

@@ -113,7 +113,13 @@ class Result:
     def hfu(self) -> float:
         w = self.workload
         return utilization(
-            hardware_flops(w.model, w.training.global_batch, w.parallel.recompute, w.parallel.tp),
+            hardware_flops(
+                w.model,
+                w.training.global_batch,
+                w.parallel.recompute,
+                w.parallel.tp,
+                w.recomputed_layers,
+            ),
             self.iteration_time_s,
             w.parallel.gpus,
             self.hardware.gpu.peak_tflops,

@@ -45,6 +45,14 @@ class Workload:
         return self.model.layers // self.parallel.pp
 
     @property
+    def recomputed_layers(self) -> int | None:
+        """Layers of the whole model whose forward re-runs under recompute full (None: all)."""
+        p = self.parallel
+        if p.recompute != "full" or not p.recompute_num_layers:
+            return None
+        return p.recomputed_layers(self.layers_per_chunk) * p.pp * p.chunks
+
+    @property
     def layers_per_chunk(self) -> int:
         """Transformer layers in one model chunk."""
         return self.model.layers // (self.parallel.pp * self.parallel.chunks)
@@ -123,6 +131,12 @@ def _rules(w: Workload):
         t.global_batch,
         p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0,
         f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})",
+    )
+    yield (
+        "parallel.recompute_num_layers",
+        p.recompute_num_layers,
+        p.recompute_num_layers == 0 or p.recompute == "full",
+        "needs recompute: full (Megatron's --recompute-method block)",
     )
     if p.schedule in REGISTRY and p.schedule != "interleaved":
         m = t.global_batch // (t.micro_batch * p.dp)

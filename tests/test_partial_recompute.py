@@ -1,0 +1,83 @@
+"""recompute_num_layers: full recompute of only the first N layers of each chunk (Megatron-LM
+--recompute-method block --recompute-num-layers N), the rest keeping their activations."""
+
+import dataclasses
+
+import pytest
+
+from simsp.analytic import costs
+from simsp.errors import InputError
+from simsp.flops import hardware_flops
+from simsp.memory import activation_per_layer_bytes, stage_activation_bytes
+from simsp.workload import validate
+
+
+def _w(workloads, recompute, n=0, schedule="1f1b"):
+    w = workloads["gpt3-175b"]
+    par = dataclasses.replace(
+        w.parallel, recompute=recompute, recompute_num_layers=n, schedule=schedule, virtual_stages=1
+    )
+    return validate(dataclasses.replace(w, parallel=par), "test")
+
+
+@pytest.mark.parametrize("n", [1, 4, 11])
+def test_a_chunk_is_n_recomputed_layers_and_the_rest_plain(workloads, hardware, n):
+    full, none, part = (_w(workloads, "full"), _w(workloads, "none"), _w(workloads, "full", n))
+    layers = part.layers_per_chunk
+    cf, cn, cp = (costs(x, hardware).chunks[1] for x in (full, none, part))  # a middle chunk
+    for field in ("forward_s", "backward_s", "recompute_s", "input_s", "weight_s"):
+        per_full, per_none = getattr(cf, field) / layers, getattr(cn, field) / layers
+        assert getattr(cp, field) == pytest.approx(
+            n * per_full + (layers - n) * per_none, rel=1e-12
+        ), field
+    m, b = part.model, part.training.micro_batch
+    expected = n * activation_per_layer_bytes(m, full.parallel, b) + (
+        layers - n
+    ) * activation_per_layer_bytes(m, none.parallel, b)
+    assert cp.activation_bytes == pytest.approx(expected, rel=1e-12)
+    assert (
+        stage_activation_bytes(full, 1)
+        < stage_activation_bytes(part, 1)
+        < stage_activation_bytes(none, 1)
+    )
+
+
+def test_every_layer_is_the_same_as_zero(workloads, hardware):
+    every = _w(workloads, "full")
+    n = every.layers_per_chunk
+    assert costs(every, hardware).chunks == costs(_w(workloads, "full", n), hardware).chunks
+
+
+def test_hardware_flops_count_only_the_recomputed_layers(workloads):
+    part = _w(workloads, "full", 3)
+    m, gb = part.model, part.training.global_batch
+    assert part.recomputed_layers == 3 * part.parallel.pp
+    none, full = hardware_flops(m, gb, "none"), hardware_flops(m, gb, "full")
+    got = hardware_flops(m, gb, "full", 1, part.recomputed_layers)
+    assert got == pytest.approx(none + (full - none) * 3 / 12, rel=1e-12)
+
+
+def test_it_needs_full_recompute(workloads):
+    w = workloads["gpt3-175b"]
+    par = dataclasses.replace(w.parallel, recompute="selective", recompute_num_layers=2)
+    with pytest.raises(InputError, match="recompute_num_layers"):
+        validate(dataclasses.replace(w, parallel=par), "x.yaml")
+
+
+def test_it_is_a_flag():
+    from simsp.arguments import load
+    from simsp.cli import parser
+
+    w, _ = load(
+        parser().parse_args(
+            [
+                "run",
+                "workloads/gpt3-175b.yaml",
+                "--recompute",
+                "full",
+                "--recompute-num-layers",
+                "2",
+            ]
+        )
+    )
+    assert w.parallel.recompute_num_layers == 2 and w.recomputed_layers == 2 * 8 * 3
