@@ -105,14 +105,16 @@ def stage_finish_s(c) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
-def stage_done_s(c) -> tuple[float, ...]:
-    """When each stage has its gradients: DP all-reduce (exposed or overlapped), embedding sync."""
+def stage_done_s(c, ends=None) -> tuple[float, ...]:
+    """When each stage has its gradients: DP all-reduce (exposed or overlapped), embedding sync.
+    `ends`: pipeline_ends(c), where the caller has them already."""
     done = []
-    for s, (end, w_start, w_end) in enumerate(pipeline_ends(c)):
+    synced = (0, c.last_stage) if c.embedding_sync_s > 0 else ()
+    for s, (end, w_start, w_end) in enumerate(ends or pipeline_ends(c)):
         dp = c.dp_s[s]
         if dp > 0:
             end = gradients_done_s(end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp)
-        if c.embedding_sync_s > 0 and s in (0, c.last_stage):
+        if s in synced:
             end += c.embedding_sync_s
         done.append(end)
     return tuple(done)
@@ -188,7 +190,11 @@ def stage_busy_s(c, stage: int = 0) -> float:
     """A stage's passes and sends over the iteration: m x W_s for the classic schedules, else
     summed over its actions."""
     if c.schedule in CLASSIC:
-        return c.m * stage_work_s(c)[stage]
+        last = c.p * c.v - 1
+        return c.m * sum(
+            c.chunks[vs].forward_s + c.chunks[vs].backward_s + ((vs < last) + (vs > 0)) * c.p2p_s
+            for vs in range(stage, last + 1, c.p)
+        )
     p, last = c.p, c.p * c.v - 1
     place = REGISTRY[c.schedule].placement
     busy = 0.0
@@ -207,10 +213,12 @@ def stage_busy_s(c, stage: int = 0) -> float:
     return busy
 
 
-def bubble_s(c) -> float:
+def bubble_s(c, ends=None, done=None) -> float:
     """Stage 0's idle time in closed form, as the event tier's breakdown counts it."""
-    end, done = pipeline_ends(c)[0][0], stage_done_s(c)[0]
-    return iteration_s(c) - stage_busy_s(c) - (done - end) - c.optimizer_s[0]
+    ends = ends or pipeline_ends(c)
+    done = done or stage_done_s(c, ends)
+    t = max(done) + max(c.optimizer_s)
+    return t - stage_busy_s(c) - (done[0] - ends[0][0]) - c.optimizer_s[0]
 
 
 def iteration_s(c) -> float:
@@ -269,7 +277,9 @@ def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
 def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     """Closed-form time, MFU/HFU and peak HBM of one validated workload on one machine."""
     c = costs(w, hw)
-    t = iteration_s(c)
+    ends = pipeline_ends(c)
+    done = stage_done_s(c, ends)
+    t = max(done) + max(c.optimizer_s)
     gb, gpus, peak = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
     return Estimate(
         iteration_time_s=t,
@@ -283,7 +293,7 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
         tokens_per_s=gb * w.model.seq_len / t,
         peak_bytes=memory.peak_bytes(w),
         capacity_bytes=hw.hbm_bytes,
-        bubble_s=bubble_s(c),
+        bubble_s=bubble_s(c, ends, done),
     )
 
 

@@ -1,6 +1,7 @@
 """How the model is split across GPUs and what is recomputed: the parallel plan."""
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from simsp.schedule import REGISTRY, SCHEDULES, chunks_of
 
@@ -50,6 +51,10 @@ class ParallelSpec:
     def for_layer(self) -> "ParallelSpec":
         """These settings with those one layer's ops cannot depend on (pipeline, data
         parallelism, optimizer) at their defaults: the key under which layer costs are cached."""
+        return self._layer_settings
+
+    @cached_property
+    def _layer_settings(self) -> "ParallelSpec":
         return ParallelSpec(
             tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute
         )
@@ -60,7 +65,7 @@ class ParallelSpec:
             return 0
         return min(self.recompute_num_layers or layers_per_chunk, layers_per_chunk)
 
-    @property
+    @cached_property
     def last_stage(self) -> int:
         """The stage holding the model's last layers and output layer: p - 1, or 0 under the V
         schedules (their last virtual stage folds back onto the first rank)."""
@@ -69,7 +74,7 @@ class ParallelSpec:
         placement = REGISTRY[self.schedule].placement if self.schedule in REGISTRY else "loop"
         return stage_and_chunk(self.pp, self.pp * self.chunks - 1, placement)[0]
 
-    @property
+    @cached_property
     def chunks(self) -> int:
         """Model chunks per stage under the schedule: virtual_stages where it takes chunks,
         2 for the V schedules, else 1."""

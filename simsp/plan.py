@@ -8,6 +8,7 @@ layers, plus the embedding on the first virtual stage and the output layer on th
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from simsp import schedule
 from simsp.cost import CostModel
@@ -77,7 +78,7 @@ class StageCosts:
     def placement(self) -> str:
         return schedule.REGISTRY[self.schedule].placement
 
-    @property
+    @cached_property
     def last_stage(self) -> int:
         """The stage holding the last virtual stage (p - 1, or 0 under a V placement)."""
         return schedule.stage_and_chunk(self.p, self.p * self.v - 1, self.placement)[0]

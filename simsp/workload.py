@@ -1,6 +1,7 @@
 """One training run: model, batch and parallel plan, checked against the rules that bind them."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from simsp.errors import InputError
 from simsp.model import (
@@ -144,8 +145,14 @@ def _rules(w: Workload):
         yield "training.global_batch", t.global_batch, broken is None, broken or ""
 
 
-def _model_choices(m: ModelSpec):
-    """(key, value, holds, rule) for the model's named choices."""
+@lru_cache(maxsize=256)
+def _model_choices(m: ModelSpec) -> tuple:
+    """(key, value, holds, rule) for the model's named choices (cached: a sweep checks one model
+    many times)."""
+    return tuple(_model_choice_rules(m))
+
+
+def _model_choice_rules(m: ModelSpec):
     for key, kinds in (
         ("mlp", MLP_KINDS),
         ("norm", NORM_KINDS),

@@ -10,16 +10,17 @@ interleaved with one chunk) are kept once.
 import dataclasses
 import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 from simsp.knobs import CHOICES as KNOB_CHOICES
-from simsp.knobs import KNOBS, parse_bias, values_of
+from simsp.knobs import KNOBS, parse_bias
 from simsp.schedule import REGISTRY
 from simsp.workload import Workload, validate
 
-from .rows import KEY_KNOBS, fmt
+from .rows import fmt
 
 GRID_KEYS = {
     **{k.name: (k.section, k.name, k.kind) for k in KNOBS if k.name != "dp"},
@@ -168,10 +169,18 @@ class Counts:
 
 def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
     """KEY_COLUMNS values of a workload on a machine: its names, GPUs and every knob."""
-    values = values_of(w)
-    return (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus)) + tuple(
-        fmt(values[k.name]) for k in KEY_KNOBS
+    return (
+        (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus))
+        + _formatted(w.parallel)
+        + _formatted(w.training)
+        + _formatted(w.model)
     )
+
+
+@lru_cache(maxsize=4096)
+def _formatted(section) -> tuple[str, ...]:
+    """A section's knob values as written, in KEY_KNOBS order (cached: sweeps repeat sections)."""
+    return tuple(fmt(getattr(section, f.name)) for f in dataclasses.fields(section))
 
 
 def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
@@ -189,12 +198,15 @@ def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
     )
     if par.schedule in REGISTRY and REGISTRY[par.schedule].chunks is not None:
         par = dataclasses.replace(par, virtual_stages=1)  # the schedule fixes its chunks
-    return dataclasses.replace(
-        base,
-        model=dataclasses.replace(base.model, **sections["model"]),
-        parallel=par,
-        training=dataclasses.replace(base.training, **sections["training"]),
+    model = (
+        dataclasses.replace(base.model, **sections["model"]) if sections["model"] else base.model
     )
+    training = (
+        dataclasses.replace(base.training, **sections["training"])
+        if sections["training"]
+        else base.training
+    )
+    return dataclasses.replace(base, model=model, parallel=par, training=training)
 
 
 def _as_1f1b(w: Workload) -> Workload:
