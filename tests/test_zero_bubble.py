@@ -208,3 +208,38 @@ def test_v_schedules_put_the_output_layer_on_the_first_stage(workloads, hardware
     assert (
         report.stages[0].weights_and_optimizer_bytes > report.stages[1].weights_and_optimizer_bytes
     )
+
+
+def test_sweep_compares_the_seven_schedules(tmp_path, capsys):
+    """workloads/sweeps/gpt3-175b-zero-bubble.yaml: one row per schedule, with time, bubble and
+    peak HBM; ZB-H1 faster than 1F1B at the same peak."""
+    from simsp.cli import main
+
+    out = tmp_path / "s.csv"
+    assert (
+        main(
+            [
+                "sweep",
+                "workloads/sweeps/gpt3-175b-zero-bubble.yaml",
+                "--out",
+                str(out),
+                "--jobs",
+                "1",
+                "--no-progress",
+                "--top",
+                "20",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "bubble s" in printed and "peak GiB" in printed
+    import csv
+
+    rows = list(csv.DictReader(out.open()))
+    by = {(r["schedule"], r["virtual_stages"]): r for r in rows}
+    assert {s for s, _ in by} == set(schedule.SCHEDULES)
+    one, zb = by[("1f1b", "1")], by[("zb-h1", "1")]
+    assert float(zb["iteration_time_s"]) < float(one["iteration_time_s"])
+    assert float(zb["bubble_s"]) < float(one["bubble_s"])
+    assert int(zb["peak_bytes"]) == pytest.approx(int(one["peak_bytes"]), rel=1e-3)
