@@ -28,12 +28,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 
 
-def read_yaml(path) -> dict:
-    """Load a YAML mapping, or raise InputError for a missing, unreadable or non-mapping file."""
+def read_text(path) -> str:
+    """A file's text, or InputError naming it."""
     try:
-        text = Path(path).read_text()
+        return Path(path).read_text()
     except OSError as e:
         raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+
+
+def read_yaml(path) -> dict:
+    """Load a YAML mapping, or raise InputError for a missing, unreadable or non-mapping file."""
+    text = read_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -141,11 +146,7 @@ def _unknown_top(data, file, known):
 def read_json(path) -> dict:
     """Load a JSON object (a Hugging Face config.json), or raise InputError."""
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(read_text(path))
     except ValueError as e:
         raise InputError(path, "file", str(path), f"is not valid JSON ({e})") from None
     if not isinstance(data, dict):

@@ -13,9 +13,10 @@ from simsp.plan import ChunkCost, Plan
 from simsp.report import run
 
 
-def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None):
-    """A plan whose every chunk costs tf/tb and where communication and the optimizer are free."""
-    chunk = ChunkCost(tf, tb, 0.0, 0.0, 0.0, nbytes)
+def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None, chunk=None):
+    """A plan whose every chunk costs tf/tb (or is `chunk`) and where communication and the
+    optimizer are free."""
+    chunk = chunk or ChunkCost(tf, tb, 0.0, 0.0, 0.0, nbytes)
     return Plan(
         p=p,
         v=v,
@@ -31,6 +32,7 @@ def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None):
         optimizer_s=(0.0,) * p,
         weights_bytes=(0.0,) * p,
         layer=layer,
+        schedule=name,
     )
 
 

@@ -10,9 +10,11 @@ from simsp import analytic, schedule
 from simsp.cost.layer_time import LayerTime
 from simsp.engine import simulate
 from simsp.memory import memory_report
-from simsp.plan import ChunkCost, Plan
+from simsp.plan import ChunkCost
 from simsp.report import run
 from simsp.workload import validate
+
+from .test_engine import uniform_plan
 
 PM = [(p, m) for p in (2, 4, 8) for m in (p, 2 * p, 4 * p)]
 
@@ -80,24 +82,9 @@ def test_action_orders_equal_torch_pipelining(name, torch_name, v, style, p, m):
 # ---------------------------------------------------------------------------- closed forms
 def _plan(name, p, m, f, i, w, v=1, act=1.0, wbytes=0.5):
     """Every chunk costs F, I, W (B = I + W); communication, DP and the optimizer are free."""
-    v = schedule.chunks_of(name, v)
     c = ChunkCost(f, i + w, 0.0, 0.0, 0.0, act, input_s=i, weight_s=w, weight_bytes=wbytes)
-    return Plan(
-        p=p,
-        v=v,
-        m=m,
-        actions=schedule.build(name, p, m, v),
-        chunks=(c,) * (p * v),
-        p2p_s=0.0,
-        dp_s=(0.0,) * p,
-        overlap_dp=False,
-        dp_buckets=(1,) * p,
-        embedding_sync_s=0.0,
-        optimizer_s=(0.0,) * p,
-        layers_per_chunk=1,
-        weights_bytes=(0.0,) * p,
-        layer=LayerTime(()),
-        schedule=name,
+    return uniform_plan(
+        name, p, m, schedule.chunks_of(name, v), f, i + w, layer=LayerTime(()), chunk=c
     )
 
 

@@ -212,13 +212,10 @@ def command_line(args) -> str:
 
 def cmd_profile_gemm(args) -> None:
     """`simsp profile gemm`: time the workload's GEMMs (and a grid) and write a GemmTable CSV."""
-    from simsp.arguments import load, overrides
-    from simsp.config import load_workload
     from simsp.profiler import gemm, shapes
 
     s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
-    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
-    runs = [w] + [load_workload(path) for path in args.add_workload]
+    runs = _runs(args)
     todo = shapes.unique([sh for run in runs for sh in shapes.workload_shapes(run)])
     n_workload = len(todo)
     grid = shapes.GRID_GPU if s.device.startswith("cuda") else shapes.GRID_CPU
@@ -272,13 +269,11 @@ def cmd_profile_gemm(args) -> None:
 
 def cmd_profile_attention(args) -> None:
     """`simsp profile attention`: time the workload's FlashAttention shapes (and a grid) -> CSV."""
-    from simsp.arguments import load, overrides
-    from simsp.config import load_workload
     from simsp.profiler import attention, gemm
 
     s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
-    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
-    runs = [w] + [load_workload(path) for path in args.add_workload]
+    runs = _runs(args)
+    w = runs[0]
     todo = attention.unique([c for run in runs for c in attention.workload_cases(run)])
     n_workload = len(todo)
     if not todo and not args.grid:
@@ -340,6 +335,16 @@ def cmd_profile_attention(args) -> None:
                 else ""
             )
         )
+
+
+def _runs(args) -> list:
+    """The workload with its overrides (checked against --hardware where one is given), then
+    each --add-workload with its own settings."""
+    from simsp.arguments import load, overrides
+    from simsp.config import load_workload
+
+    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
+    return [w] + [load_workload(path) for path in args.add_workload]
 
 
 def _workload_line(w) -> str:
