@@ -230,3 +230,23 @@ def test_sweep_compares_the_seven_schedules(tmp_path, capsys):
     assert float(zb["iteration_time_s"]) < float(one["iteration_time_s"])
     assert float(zb["bubble_s"]) < float(one["bubble_s"])
     assert int(zb["peak_bytes"]) == pytest.approx(int(one["peak_bytes"]), rel=1e-3)
+
+
+@pytest.mark.parametrize("name", ["zb-h1", "zb-h2", "zbv", "dualpipev"])
+def test_every_action_comes_after_what_it_depends_on(name):
+    """`dependencies` of each action are earlier on their own stage, or produced somewhere."""
+    p, m = 4, 8
+    v = schedule.chunks_of(name, 2)
+    place = schedule.REGISTRY[name].placement
+    stages = schedule.build(name, p, m, v)
+    backwards = {
+        (s, a.microbatch, a.chunk) for s, acts in enumerate(stages) for a in acts if a.kind in "BI"
+    }
+    for s, acts in enumerate(stages):
+        for i, a in enumerate(acts):
+            for stage, dep in schedule.dependencies(p, v, s, a, place):
+                if dep.kind == "B":  # the next virtual stage's backward, B or I
+                    assert (stage, dep.microbatch, dep.chunk) in backwards
+                elif stage == s:
+                    earlier = {(x.kind, x.microbatch, x.chunk) for x in acts[:i]}
+                    assert (dep.kind, dep.microbatch, dep.chunk) in earlier, (name, s, a, dep)

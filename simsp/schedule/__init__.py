@@ -171,9 +171,10 @@ def dependencies(
     """The (stage, action) pairs that must finish before ``a`` can start on ``stage``.
 
     A forward waits for the previous virtual stage's forward of the same microbatch; a backward
-    (B or I) for its own forward and for the next virtual stage's backward, whichever of B or I
-    that stage runs (the last virtual stage's follows its own forward, the loss); a W for its
-    own I. Point-to-point sends are left to the engine.
+    (B or I) for its own forward and for the next virtual stage's backward, written as a "B"
+    whichever of B or I that stage runs (the last virtual stage's follows its own forward, the
+    loss); a W for its own I. Point-to-point sends are left to the engine, which follows these
+    same rules (engine.py).
     """
     vs = virtual_stage(p, stage, a.chunk, placement)
     if a.kind == "F":
@@ -187,7 +188,7 @@ def dependencies(
     if vs == p * v - 1:
         return (own,)
     next_stage, next_chunk = stage_and_chunk(p, vs + 1, placement)
-    return (own, (next_stage, Action(a.kind, a.microbatch, next_chunk)))
+    return (own, (next_stage, Action("B", a.microbatch, next_chunk)))
 
 
 def max_in_flight(actions: Actions) -> int:
