@@ -94,11 +94,11 @@ def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int)
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
 
 
-def chunk_activation_bytes(w: Workload) -> float:
-    """One chunk's layers, one microbatch: with recompute full on only its first N layers
-    (recompute_num_layers), those keep their inputs and the rest all they save."""
+def chunk_activation_bytes(w: Workload, stage: int = 0) -> float:
+    """One of a stage's chunks, one microbatch: with recompute full on only its first N layers
+    (recompute_num_layers, recompute_per_stage), those keep their inputs, the rest all they save."""
     par, n, b = w.parallel, w.layers_per_chunk, w.training.micro_batch
-    full = par.recomputed_layers(n)
+    full = par.recomputed_layers(n, stage)
     if par.recompute != "full" or full == n:
         return n * activation_per_layer_bytes(w.model, par, b)
     rest = dataclasses.replace(par, recompute="none")
@@ -199,7 +199,7 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
-    chunk = chunk_activation_bytes(w)
+    chunk = chunk_activation_bytes(w, stage)
     if not par.deallocate_pipeline_outputs and stage < p - 1:
         chunk += stage_output_bytes(model, par, b)
     emb, out = end_stage_bytes(model, par, b)
@@ -257,7 +257,9 @@ def peak_candidates(p: int) -> tuple[int, ...]:
 
 def peak_bytes(w: Workload) -> float:
     """The most loaded stage's peak HBM, from the stages that can hold it."""
-    return max(stage_memory(w, s).peak_bytes for s in peak_candidates(w.parallel.pp))
+    p = w.parallel.pp
+    stages = range(p) if w.parallel.recompute_per_stage else peak_candidates(p)
+    return max(stage_memory(w, s).peak_bytes for s in stages)
 
 
 def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:

@@ -27,6 +27,10 @@ class ParallelSpec:
     """With recompute full: how many layers of each model chunk are recomputed, the first ones,
     the rest keeping their activations (Megatron-LM --recompute-method block
     --recompute-num-layers N); 0 means every layer."""
+    recompute_per_stage: str = ""
+    """With recompute full: the recomputed layers of each chunk stage by stage, first to last,
+    comma-separated ("4,2,0,0"; there 0 means none), for pipelines whose stages are not equally
+    memory-bound (zero-bubble schedules); empty means recompute_num_layers on every stage."""
     schedule: str = "1f1b"
     """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
     bubble), zbv or dualpipev (V-shaped); see simsp/schedule/."""
@@ -59,11 +63,18 @@ class ParallelSpec:
             tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute
         )
 
-    def recomputed_layers(self, layers_per_chunk: int) -> int:
-        """Layers of each chunk that re-run their forward in backward under recompute full."""
+    def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:
+        """Layers of each of a stage's chunks that re-run their forward in backward."""
         if self.recompute != "full":
             return 0
+        if self.recompute_per_stage:
+            return min(self.stage_recompute[stage], layers_per_chunk)
         return min(self.recompute_num_layers or layers_per_chunk, layers_per_chunk)
+
+    @cached_property
+    def stage_recompute(self) -> tuple[int, ...]:
+        """recompute_per_stage as integers (the workload rules check its form)."""
+        return tuple(int(x) for x in self.recompute_per_stage.split(","))
 
     @cached_property
     def last_stage(self) -> int:

@@ -131,25 +131,36 @@ def chunk_costs(
     layer without recompute, for the layers recompute_num_layers leaves out."""
     par, b = w.parallel, w.training.micro_batch
     n, last = w.layers_per_chunk, par.pp * par.chunks - 1
-    full = par.recomputed_layers(n)
+    placement = (
+        schedule.REGISTRY[par.schedule].placement if par.schedule in schedule.REGISTRY else "loop"
+    )
 
-    def layers(field: str) -> float:  # n x one layer's value, split where only some recompute
-        if rest is None or full in (0, n):
+    def layers(field: str, full: int) -> float:  # n x a layer's value, split where some recompute
+        if rest is None or full == n:  # rest: the layer without recompute, where some stay out
             return n * getattr(lt, field)
         return full * getattr(lt, field) + (n - full) * getattr(rest, field)
 
     emb_f, emb_b, out_f, out_b = ends[:4]
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
-    per_layer = chunk_activation_bytes(w)
     out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
-    fwd, bwd, tp_f, tp_b, rc = (
-        layers(f)
-        for f in ("forward_s", "backward_s", "forward_tp_s", "backward_tp_s", "recompute_s")
-    )
-    i, wt, i_tp = layers("input_s"), layers("weight_s"), layers("input_tp_s")
     held_for_w = n * weight_grad_bytes(w.model, par, b)
 
     def chunk(vs: int) -> ChunkCost:
+        stage = schedule.stage_and_chunk(par.pp, vs, placement)[0]
+        full = par.recomputed_layers(n, stage)
+        fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp = (
+            layers(f, full)
+            for f in (
+                "forward_s",
+                "backward_s",
+                "forward_tp_s",
+                "backward_tp_s",
+                "recompute_s",
+                "input_s",
+                "weight_s",
+                "input_tp_s",
+            )
+        )
         first, final = vs == 0, vs == last
         return ChunkCost(
             forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
@@ -157,7 +168,7 @@ def chunk_costs(
             forward_tp_s=tp_f,
             backward_tp_s=tp_b,
             recompute_s=rc,
-            activation_bytes=per_layer
+            activation_bytes=chunk_activation_bytes(w, stage)
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + out_held,
             input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
@@ -166,6 +177,8 @@ def chunk_costs(
             weight_bytes=held_for_w,
         )
 
+    if par.recompute_per_stage:  # the stages differ: every chunk its own
+        return tuple(chunk(vs) for vs in range(last + 1))
     middle = chunk(1) if last > 1 else None
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
 
@@ -206,7 +219,8 @@ def stage_costs(
     place = st.placement(w, cost.hw.node.gpus)
     lt = parts.layer(w, cost, place)
     rest = None
-    if 0 < par.recomputed_layers(w.layers_per_chunk) < w.layers_per_chunk:
+    n = w.layers_per_chunk
+    if par.recompute == "full" and any(par.recomputed_layers(n, s) < n for s in range(par.pp)):
         rest = parts.layer(
             dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, place
         )

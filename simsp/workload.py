@@ -49,9 +49,11 @@ class Workload:
     def recomputed_layers(self) -> int | None:
         """Layers of the whole model whose forward re-runs under recompute full (None: all)."""
         p = self.parallel
-        if p.recompute != "full" or not p.recompute_num_layers:
+        if p.recompute != "full" or not (p.recompute_num_layers or p.recompute_per_stage):
             return None
-        return p.recomputed_layers(self.layers_per_chunk) * p.pp * p.chunks
+        if not p.recompute_per_stage:
+            return p.recomputed_layers(self.layers_per_chunk) * p.pp * p.chunks
+        return sum(p.recomputed_layers(self.layers_per_chunk, s) for s in range(p.pp)) * p.chunks
 
     @property
     def layers_per_chunk(self) -> int:
@@ -139,10 +141,32 @@ def _rules(w: Workload):
         p.recompute_num_layers == 0 or p.recompute == "full",
         "needs recompute: full (Megatron's --recompute-method block)",
     )
+    if p.recompute_per_stage:
+        yield from _per_stage_rules(w)
     if p.schedule in REGISTRY and p.schedule != "interleaved":
         m = t.global_batch // (t.micro_batch * p.dp)
         broken = REGISTRY[p.schedule].needs(p.pp, m, p.chunks)
         yield "training.global_batch", t.global_batch, broken is None, broken or ""
+
+
+def _per_stage_rules(w: Workload):
+    """(key, value, holds, rule) for recompute_per_stage: pp counts within a chunk's layers."""
+    p, key = w.parallel, "parallel.recompute_per_stage"
+    items = p.recompute_per_stage.split(",")
+    ints = all(x.strip().isdigit() for x in items)
+    yield key, p.recompute_per_stage, p.recompute == "full", "needs recompute: full"
+    yield (
+        key,
+        p.recompute_per_stage,
+        ints and len(items) == p.pp,
+        f"must list pp ({p.pp}) whole numbers, comma-separated",
+    )
+    yield (
+        key,
+        p.recompute_per_stage,
+        max(int(x) for x in items) <= w.layers_per_chunk,
+        f"each must be at most the layers of a chunk ({w.layers_per_chunk})",
+    )
 
 
 @lru_cache(maxsize=256)

@@ -81,3 +81,58 @@ def test_it_is_a_flag():
         )
     )
     assert w.parallel.recompute_num_layers == 2 and w.recomputed_layers == 2 * 8 * 3
+
+
+def _per_stage(workloads, spec, schedule="zb-h1"):
+    w = workloads["gpt3-175b"]
+    par = dataclasses.replace(
+        w.parallel, recompute="full", recompute_per_stage=spec, schedule=schedule, virtual_stages=1
+    )
+    return validate(dataclasses.replace(w, parallel=par), "test")
+
+
+def test_each_stage_recomputes_its_own_count(workloads, hardware):
+    """Stage s's chunks cost s's count of recomputed layers: the engine, the closed form and
+    the memory model follow it stage by stage."""
+    from simsp.report import run
+
+    w = _per_stage(workloads, "12,8,6,4,2,0,0,0")
+    full, none = _w(workloads, "full", schedule="zb-h1"), _w(workloads, "none", schedule="zb-h1")
+    c, cf, cn = (costs(x, hardware).chunks for x in (w, full, none))
+    for s, k in enumerate((12, 8, 6, 4, 2, 0, 0, 0)):
+        per_full, per_none = cf[s].backward_s / 12, cn[s].backward_s / 12
+        end = s in (0, 7)  # the end stages' chunks also hold embedding / output-layer work
+        if not end:
+            assert c[s].backward_s == pytest.approx(k * per_full + (12 - k) * per_none, rel=1e-12)
+    assert c[0].backward_s == pytest.approx(cf[0].backward_s) and c[7].backward_s == pytest.approx(
+        cn[7].backward_s
+    )
+    r = run(w, hardware)
+    assert analytic_iteration(w, hardware) == pytest.approx(r.iteration_time_s, rel=1e-12)
+    for s in range(8):
+        traced = max(x.bytes for x in r.sim.memory if x.stage == s)
+        assert traced == pytest.approx(r.memory.stages[s].peak_bytes, rel=1e-12)
+    assert w.recomputed_layers == 12 + 8 + 6 + 4 + 2
+
+
+def analytic_iteration(w, hardware):
+    from simsp.analytic import estimate
+
+    return estimate(w, hardware).iteration_time_s
+
+
+@pytest.mark.parametrize(
+    "spec,words",
+    [
+        ("1,2,3", "must list pp (8)"),
+        ("a,b,c,d,e,f,g,h", "whole numbers"),
+        ("13,0,0,0,0,0,0,0", "at most the layers of a chunk (12)"),
+    ],
+)
+def test_a_bad_per_stage_list_is_one_error(workloads, spec, words):
+    with pytest.raises(InputError, match=r"recompute_per_stage"):
+        try:
+            _per_stage(workloads, spec)
+        except InputError as e:
+            assert words in str(e)
+            raise
