@@ -122,8 +122,9 @@ def stage_done_s(c, ends=None) -> tuple[float, ...]:
 
 def pipeline_ends(c) -> tuple[tuple[float, float, float], ...]:
     """(end of its last pass and send, start and end of its last weight-gradient pass) per
-    stage: from the pipeline formula for the classic schedules, else from `walk`."""
-    if c.schedule not in CLASSIC:
+    stage: from the pipeline formula for the classic schedules on alike stages, else from `walk`
+    (the other schedules; stages that recompute differently)."""
+    if c.schedule not in CLASSIC or not c.alike_stages:
         return walk(c, build(c.schedule, c.p, c.m, c.v))
     return tuple(
         (end, start, start + c.chunks[s].backward_s)

@@ -13,6 +13,7 @@ import sys
 from simsp.config import load_hardware, load_workload
 from simsp.errors import InputError
 from simsp.knobs import KNOBS, SECTIONS, Knob, parse_bias
+from simsp.schedule import REGISTRY
 
 
 class Parser(argparse.ArgumentParser):
@@ -26,7 +27,13 @@ class Parser(argparse.ArgumentParser):
 def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
     flag = "--" + k.short.replace("_", "-")
     if k.kind is bool:
-        p.add_argument(flag, dest=k.name, action="store_true", default=None, help=k.doc)
+        p.add_argument(
+            flag,
+            dest=k.name,
+            action="store_true",
+            default=None,
+            help=f"{k.doc} (--no-{flag[2:]}: off)",
+        )
         p.add_argument(
             "--no-" + flag[2:], dest=k.name, action="store_false", help=argparse.SUPPRESS
         )
@@ -62,14 +69,16 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
 def overrides(args) -> dict:
     """The flags given, as {'model': {...}, 'training': {...}, 'parallel': {...}}.
 
-    `--schedule X` (not interleaved) without `--virtual-stages` resets the chunks to 1.
+    `--schedule X` of fixed chunks (not interleaved or zb-h1) without `--virtual-stages` resets
+    virtual_stages to 1.
     """
     out = {section: {} for section, _ in SECTIONS}
     for k in KNOBS:
         out[k.section][k.name] = getattr(args, k.name, None)
     out["model"]["bias"] = parse_bias(out["model"]["bias"])
     par = out["parallel"]
-    if par["schedule"] and par["schedule"] != "interleaved" and par["virtual_stages"] is None:
+    fixed = par["schedule"] in REGISTRY and REGISTRY[par["schedule"]].chunks is not None
+    if fixed and par["virtual_stages"] is None:  # a schedule of fixed chunks drops the workload's
         par["virtual_stages"] = 1
     if getattr(args, "hf_model", None):
         out["model"]["hf_config"] = args.hf_model

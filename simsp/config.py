@@ -114,13 +114,19 @@ def build(cls, data, file, prefix=""):
             continue
         kind = hints[name]
         allow_zero = (has_default and f.default == 0) or f.metadata.get("allow_zero", False)
+        value = data[name]
+        if f.metadata.get("number_list") and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # a one-entry list YAML read as a number
         if kind in (int, float, bool, str):
-            values[name] = _check_scalar(file, key, data[name], kind, allow_zero=allow_zero)
+            values[name] = _check_scalar(file, key, value, kind, allow_zero=allow_zero)
         elif kind == bool | str:
+            text = (
+                {"true": True, "false": False}.get(value, value)
+                if isinstance(value, str)
+                else value
+            )
             values[name] = (
-                data[name]
-                if isinstance(data[name], bool)
-                else _check_scalar(file, key, data[name], str, False)
+                text if isinstance(text, bool) else _check_scalar(file, key, text, str, False)
             )
         elif kind == tuple[str, ...]:
             items = data[name] if isinstance(data[name], list) else [data[name]]

@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import re
 import typing
 from dataclasses import dataclass
 
@@ -54,6 +55,10 @@ class Knob:
         return CHOICES.get(self.name)
 
 
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z(])")
+"""Where a docstring's first sentence ends: a full stop before a capital, not after "et al"."""
+
+
 @functools.cache
 def field_docs(cls) -> dict[str, str]:
     """The docstring under each field of a dataclass (read from its source), first sentence."""
@@ -69,7 +74,7 @@ def field_docs(cls) -> dict[str, str]:
             and isinstance(nxt.value, ast.Constant)
         ):
             text = " ".join(str(nxt.value.value).split())
-            docs[node.target.id] = text.split(". ")[0].rstrip(".")
+            docs[node.target.id] = _SENTENCE_END.split(text)[0].rstrip(".")
     return docs
 
 

@@ -3,7 +3,7 @@
 Each op carries its FLOPs, the bytes it moves, its GEMM shape and weights, the tensors it saves
 for backward (with how tensor and sequence parallelism shard them), whether selective recompute
 re-runs it, and the TP/SP collectives around it. Memory (memory.py), time (cost/), parameter
-counts and FLOPs (counts.py) are all derived from this list, so the paper's Table 2 is a
+counts and FLOPs (params.py, flops.py) are all derived from this list, so the paper's Table 2 is a
 consequence, not an input.
 
 A layer is its attention block then its MLP block, each composed from the model's choices

@@ -16,7 +16,14 @@ from simsp.hardware import HardwareSpec
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.params import stage_params
-from simsp.schedule import REGISTRY, build, virtual_stage, warmup_1f1b, warmup_interleaved
+from simsp.schedule import (
+    REGISTRY,
+    build,
+    stage_and_chunk,
+    virtual_stage,
+    warmup_1f1b,
+    warmup_interleaved,
+)
 from simsp.units import BYTES_16BIT
 from simsp.workload import Workload
 
@@ -200,10 +207,8 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
     chunk = chunk_activation_bytes(w, stage)
-    if not par.deallocate_pipeline_outputs and stage < p - 1:
-        chunk += stage_output_bytes(model, par, b)
     emb, out = end_stage_bytes(model, par, b)
-    if par.schedule not in CLASSIC:
+    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs:
         return _walk_peak(w, stage, chunk, emb, out)
     first = emb if stage == 0 else 0.0
     last = out if stage == p - 1 else 0.0
@@ -223,20 +228,37 @@ CLASSIC = ("gpipe", "1f1b", "interleaved")
 
 def _walk_peak(w: Workload, stage: int, chunk: float, emb: float, out: float) -> float:
     """Peak activation bytes over the stage's actions: an F holds its chunk (plus the embedding
-    or output-layer tensors on the end virtual stages), a B frees it, an I frees all but what
-    its W needs, the W frees that."""
+    or output-layer tensors on the end virtual stages, and, without Appendix B's deallocation,
+    the output it sent to another stage), a B frees it, an I frees all but what its W needs,
+    the W frees that."""
     par = w.parallel
     p, v = par.pp, par.chunks
     last = p * v - 1
     w_bytes = w.layers_per_chunk * weight_grad_bytes(w.model, par, w.training.micro_batch)
     placement = REGISTRY[par.schedule].placement
+    sent = sends_output(par, last, placement)
+    output = stage_output_bytes(w.model, par, w.training.micro_batch)
     held = peak = 0.0
     for a in build(par.schedule, p, w.microbatches, v)[stage]:
         vs = virtual_stage(p, stage, a.chunk, placement)
         size = chunk + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
+        size += output if vs in sent else 0.0
         held += {"F": size, "B": -size, "I": w_bytes - size, "W": -w_bytes}[a.kind]
         peak = max(peak, held)
     return peak
+
+
+def sends_output(par: ParallelSpec, last: int, placement: str) -> frozenset:
+    """Virtual stages that keep their sent output tensor (deallocate_pipeline_outputs off): those
+    whose next virtual stage sits on another stage."""
+    if par.deallocate_pipeline_outputs:
+        return frozenset()
+    return frozenset(
+        vs
+        for vs in range(last)
+        if stage_and_chunk(par.pp, vs + 1, placement)[0]
+        != stage_and_chunk(par.pp, vs, placement)[0]
+    )
 
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:

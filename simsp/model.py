@@ -9,7 +9,7 @@ Notation (used across simsp; the paper's §2 plus the modern additions):
     m  microbatches per iteration; chunks: model chunks a pipeline stage holds (interleaving)
 
 Parameter counts and FLOPs are not formulas here: they are sums over the op list (`layer.py`,
-`counts.py`), so memory, profiler and report cannot drift apart.
+`params.py`, `flops.py`), so memory, profiler and report cannot drift apart.
 """
 
 import math

@@ -1,6 +1,6 @@
 """How the model is split across GPUs and what is recomputed: the parallel plan."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from simsp.schedule import REGISTRY, SCHEDULES, chunks_of
@@ -27,10 +27,11 @@ class ParallelSpec:
     """With recompute full: how many layers of each model chunk are recomputed, the first ones,
     the rest keeping their activations (Megatron-LM --recompute-method block
     --recompute-num-layers N); 0 means every layer."""
-    recompute_per_stage: str = ""
+    recompute_per_stage: str = field(default="", metadata={"number_list": True})
     """With recompute full: the recomputed layers of each chunk stage by stage, first to last,
     comma-separated ("4,2,0,0"; there 0 means none), for pipelines whose stages are not equally
-    memory-bound (zero-bubble schedules); empty means recompute_num_layers on every stage."""
+    memory-bound (zero-bubble schedules); empty means recompute_num_layers on every stage. In a
+    YAML flow mapping, quote it: `recompute_per_stage: "4,2,0,0"`."""
     schedule: str = "1f1b"
     """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
     bubble), zbv or dualpipev (V-shaped); see simsp/schedule/."""

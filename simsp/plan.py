@@ -18,6 +18,7 @@ from simsp.layer import build_layer
 from simsp.memory import (
     chunk_activation_bytes,
     end_stage_bytes,
+    sends_output,
     stage_output_bytes,
     weight_bytes_per_param,
     weight_grad_bytes,
@@ -73,6 +74,9 @@ class StageCosts:
     schedule: str = "1f1b"
     """The schedule's name (simsp.schedule.REGISTRY): its placement maps chunks to virtual
     stages, and the closed form walks its actions where it has no formula."""
+    alike_stages: bool = True
+    """Every stage does the same layer work (no per-stage recompute): the pipeline formula's
+    assumption; the closed form walks the schedule otherwise."""
 
     @property
     def placement(self) -> str:
@@ -142,7 +146,8 @@ def chunk_costs(
 
     emb_f, emb_b, out_f, out_b = ends[:4]
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
-    out_held = 0.0 if par.deallocate_pipeline_outputs else stage_output_bytes(w.model, par, b)
+    output = stage_output_bytes(w.model, par, b)
+    sent = sends_output(par, last, placement)
     held_for_w = n * weight_grad_bytes(w.model, par, b)
 
     def chunk(vs: int) -> ChunkCost:
@@ -170,15 +175,15 @@ def chunk_costs(
             recompute_s=rc,
             activation_bytes=chunk_activation_bytes(w, stage)
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
-            + out_held,
+            + (output if vs in sent else 0.0),
             input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
             weight_s=wt,
             input_tp_s=i_tp,
             weight_bytes=held_for_w,
         )
 
-    if par.recompute_per_stage:  # the stages differ: every chunk its own
-        return tuple(chunk(vs) for vs in range(last + 1))
+    if par.recompute_per_stage or (sent and not sent >= set(range(1, last))):
+        return tuple(chunk(vs) for vs in range(last + 1))  # middle chunks differ: each its own
     middle = chunk(1) if last > 1 else None
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
 
@@ -238,6 +243,7 @@ def stage_costs(
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
         schedule=par.schedule,
+        alike_stages=not par.recompute_per_stage,
     )
     return costs, lt, params
 

@@ -27,7 +27,7 @@ def _gib(x: float) -> str:
 def describe(w: Workload, hw: HardwareSpec) -> str:
     """One line naming the run (and the model's choices where they are not the paper's GPT)."""
     p = w.parallel
-    chunks = f" v={p.virtual_stages}" if p.schedule == "interleaved" else ""
+    chunks = f" v={p.chunks}" if p.chunks > 1 else ""
     model = model_choices(w.model)
     return (
         f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "

@@ -108,8 +108,9 @@ def _rules(w: Workload):
     yield (
         "parallel.virtual_stages",
         p.virtual_stages,
-        p.virtual_stages == 1 or (p.schedule in REGISTRY and REGISTRY[p.schedule].chunks is None),
-        "must be 1 unless schedule is interleaved or zb-h1",
+        p.virtual_stages == 1
+        or (p.schedule in REGISTRY and REGISTRY[p.schedule].chunks in (None, p.virtual_stages)),
+        "must be 1 unless schedule is interleaved or zb-h1 (2 is allowed for zbv and dualpipev)",
     )
     yield (
         "parallel.schedule",
@@ -153,7 +154,7 @@ def _per_stage_rules(w: Workload):
     """(key, value, holds, rule) for recompute_per_stage: pp counts within a chunk's layers."""
     p, key = w.parallel, "parallel.recompute_per_stage"
     items = p.recompute_per_stage.split(",")
-    ints = all(x.strip().isdigit() for x in items)
+    ints = all(x.strip().isdecimal() and x.strip().isascii() for x in items)
     yield key, p.recompute_per_stage, p.recompute == "full", "needs recompute: full"
     yield (
         key,

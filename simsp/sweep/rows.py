@@ -100,7 +100,7 @@ def peak_gib(row: dict) -> float:
 
 def describe_row(r: dict) -> str:
     """A configuration in a few words."""
-    chunks = f" v={r['virtual_stages']}" if r["schedule"] == "interleaved" else ""
+    chunks = f" v={r['virtual_stages']}" if int(r["virtual_stages"]) > 1 else ""
     return (
         f"tp={r['tp']} pp={r['pp']} dp={r['dp']} sp={on_off(r['sp'])} "
         f"{r['recompute']} {r['schedule']}{chunks} b={r['micro_batch']} B={r['global_batch']}"
