@@ -556,31 +556,8 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
                 f"raise ImportError('no {module} on this image')\n"
             )
         env["PYTHONPATH"] = str(tmp_path / "block")
-    script = ROOT / "hardware" / "calibration" / "capture_device.py"
     r = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            "--base",
-            "hardware/hgx-h200.yaml",
-            "--workload",
-            str(tiny),
-            "--device",
-            "cpu",
-            "--no-grid",
-            "--repeats",
-            "1",
-            "--host-repeats",
-            "10",
-            "--adam-params",
-            "1e6",
-            "--slug",
-            "t",
-            "--root",
-            str(tmp_path),
-            "--tar",
-            str(tmp_path / "t.tgz"),
-        ],
+        capture_command(tiny, tmp_path) + ["--tar", str(tmp_path / "t.tgz")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -616,3 +593,29 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
         "hardware/calibration/t/host.yaml",
         "hardware/calibration/t/adam.yaml",
     } <= names
+
+
+def capture_command(workload, root) -> list[str]:
+    """capture_device.py on the CPU, quickly: one repeat, a small Adam, no grid."""
+    script = ROOT / "hardware" / "calibration" / "capture_device.py"
+    return [
+        sys.executable,
+        str(script),
+        "--base",
+        "hardware/hgx-h200.yaml",
+        "--workload",
+        str(workload),
+        "--device",
+        "cpu",
+        "--no-grid",
+        "--repeats",
+        "1",
+        "--host-repeats",
+        "10",
+        "--adam-params",
+        "1e6",
+        "--slug",
+        "t",
+        "--root",
+        str(root),
+    ]

@@ -245,29 +245,10 @@ def test_capture_device_profiles_only_flash_workloads(tiny):
 
 
 def test_capture_device_adds_the_attention_table(tmp_path, tiny):
-    script = ROOT / "hardware" / "calibration" / "capture_device.py"
+    from .test_profiler import capture_command
+
     r = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            "--base",
-            "hardware/hgx-h200.yaml",
-            "--workload",
-            str(tiny),
-            "--device",
-            "cpu",
-            "--no-grid",
-            "--repeats",
-            "1",
-            "--host-repeats",
-            "10",
-            "--adam-params",
-            "1e6",
-            "--slug",
-            "t",
-            "--root",
-            str(tmp_path),
-        ],
+        capture_command(tiny, tmp_path),
         cwd=ROOT,
         capture_output=True,
         text=True,
