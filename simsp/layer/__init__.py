@@ -1,0 +1,69 @@
+"""One transformer layer as data: an ordered list of ops per tensor-parallel rank.
+
+Each op carries its FLOPs, the bytes it moves, its GEMM shape and weights, the tensors it saves
+for backward (with how tensor and sequence parallelism shard them), whether selective recompute
+re-runs it, and the TP/SP collectives around it. Memory (memory.py), time (cost/), parameter
+counts and FLOPs (params.py, flops.py) are all derived from this list, so the paper's Table 2 is a
+consequence, not an input.
+
+A layer is its attention block then its MLP block, each composed from the model's choices
+(`ModelSpec`): norm, QKV with grouped-query heads, rotary positions, unfused or flash core
+attention, gated or plain MLP, biases and dropout. With the paper's GPT choices the list is the
+one of Megatron-LM as of the paper (fused scale-mask-softmax, bias-GeLU, bias-dropout-add).
+Notation: see model.py. Where things live: `ops.py` the data (Op, Gemm, Attention, Saved,
+Weight, Dims), `blocks.py` the pieces both blocks use (norm, TP linear, collectives, residual),
+`attention.py` and `mlp.py` the two blocks, `ends.py` the embedding and output layer. A new
+layer kind is a new block function and one line in `build_layer`.
+"""
+
+from simsp.layer.attention import attention_ops
+from simsp.layer.ends import (
+    embedding_saves,
+    embedding_weights,
+    layer_input,
+    output_saves,
+    output_weights,
+)
+from simsp.layer.mlp import ACTIVATIONS, mlp_ops
+from simsp.layer.ops import (
+    SHARDS,
+    Attention,
+    Collective,
+    Dims,
+    Gemm,
+    Op,
+    Saved,
+    Weight,
+    stored_bytes,
+    stored_params,
+)
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+
+__all__ = [
+    "ACTIVATIONS",
+    "SHARDS",
+    "Attention",
+    "Collective",
+    "Dims",
+    "Gemm",
+    "Op",
+    "Saved",
+    "Weight",
+    "attention_ops",
+    "build_layer",
+    "embedding_saves",
+    "embedding_weights",
+    "layer_input",
+    "mlp_ops",
+    "output_saves",
+    "output_weights",
+    "stored_bytes",
+    "stored_params",
+]
+
+
+def build_layer(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[Op, ...]:
+    """The ops of one layer on one TP rank for one microbatch: attention block, then MLP block."""
+    dm = Dims.of(model, parallel, micro_batch)
+    return (*attention_ops(model, parallel, dm), *mlp_ops(model, parallel, dm))
