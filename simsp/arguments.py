@@ -8,7 +8,9 @@ text the field's docstring. A new field is a new flag without an edit here. `cli
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from simsp.config import load_hardware, load_workload
 from simsp.errors import InputError
@@ -96,11 +98,15 @@ def print_json(obj) -> None:
 
 
 def write_text(path, text: str) -> None:
-    """Write an output file, or raise InputError naming it."""
+    """Write an output file whole or not at all: to a temporary name beside it, then renamed into
+    place, so a failure leaves an existing file untouched; InputError names the path."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        tmp.write_text(text)
+        os.replace(tmp, target)
     except OSError as e:
+        tmp.unlink(missing_ok=True)
         raise InputError(
             path, "output", str(path), f"cannot be written ({e.strerror or e})"
         ) from None

@@ -3,6 +3,7 @@ traceback."""
 
 import sys
 
+from simsp import __version__
 from simsp.arguments import Parser, add_workload_args, load, print_json, write_text
 from simsp.errors import InputError
 
@@ -68,6 +69,7 @@ def parser() -> Parser:
     top = Parser(
         prog="simsp", description="Simulate one training iteration of a large transformer."
     )
+    top.add_argument("--version", action="version", version=f"simsp {__version__}")
     sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (func, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)

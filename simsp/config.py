@@ -220,8 +220,9 @@ def _resolve_paths(file, key, patterns, folder: Path) -> tuple[str, ...]:
 
 
 def load_hardware(path=None) -> HardwareSpec:
-    """Read a hardware YAML; calibration paths become absolute."""
-    path = Path(path) if path else default_hardware_path()
+    """Read a hardware YAML; calibration paths become absolute. A bare name (`dgx-h100`) is a
+    file of the hardware library (hardware/NAME.yaml)."""
+    path = library_path(path) if path else default_hardware_path()
     data = read_yaml(path)
     _unknown_top(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
     cal = build(CalibrationSpec, data.get("calibration", {}), path, prefix="calibration.")
@@ -249,6 +250,18 @@ def load_hardware(path=None) -> HardwareSpec:
         calibration=cal,
         source=str(path),
     )
+
+
+def library_path(given) -> Path:
+    """A hardware path as given, or, for a bare name with no such file, the library's file of
+    that name (in ./hardware, else in the source checkout)."""
+    path = Path(given)
+    if path.exists() or path.suffix or len(path.parts) > 1:
+        return path
+    for root in (Path("hardware"), REPO_ROOT / "hardware"):
+        if (root / f"{path.name}.yaml").exists():
+            return root / f"{path.name}.yaml"
+    return path
 
 
 def default_hardware_path() -> Path:

@@ -201,7 +201,7 @@ def run_summary(r: Result) -> str:
         f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
         f"{d['tokens_per_s']:,.0f} tokens/s",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
-        f"backward {d['per_layer_ms']['backward']:.2f} ms (recompute included)",
+        f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
         f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm "
         f"{br['pp_comm_s']:.3f} s, DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, "
         f"optimizer {br['optimizer_s']:.3f} s",
@@ -209,6 +209,11 @@ def run_summary(r: Result) -> str:
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
     ]
     return "\n".join(lines)
+
+
+def _recompute_note(w: Workload) -> str:
+    """What a backward figure includes, where it includes something."""
+    return f" ({w.parallel.recompute} recompute included)" if w.parallel.recompute != "none" else ""
 
 
 def layer_dict(lt) -> dict:
@@ -239,7 +244,7 @@ def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
         for e in lt.entries
     ]
     lines.append(
-        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms (recompute "
-        "included)"
+        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms"
+        f"{_recompute_note(w)}"
     )
     return "\n".join(lines)

@@ -1,5 +1,7 @@
 """The timeline page itself: plotly figure and self-contained HTML (plotly.js inline)."""
 
+import html as html_module
+
 import numpy as np
 
 from simsp.timeline.view import (
@@ -263,5 +265,7 @@ def timeline_html(result) -> str:
         div_id="simsp-timeline",
         config={"displaylogo": False, "scrollZoom": True, "responsive": True},
     )
-    title = f"<title>simsp timeline: {result.workload.name} on {result.hardware.name}</title>"
+    # names are the user's: escaped, so a workload called "</title><script>" is only text
+    names = html_module.escape(f"{result.workload.name} on {result.hardware.name}")
+    title = f"<title>simsp timeline: {names}</title>"
     return html.replace("<head>", '<head><meta charset="utf-8" />' + title, 1)
