@@ -35,11 +35,11 @@ from simsp.cost import stage_time as st
 from simsp.cost.layer_time import layer_time
 from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
-from simsp.memory import CLASSIC, MemoryReport
+from simsp.memory import CLASSIC
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.plan import Parts, StageCosts, gradients_done_s, stage_costs
-from simsp.schedule import REGISTRY, build, stage_and_chunk, virtual_stage
+from simsp.schedule import build, stage_and_chunk, virtual_stage
 from simsp.workload import TrainingSpec, Workload
 
 _CACHE_SIZE = 4096
@@ -139,7 +139,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
     send to another stage blocks the sender for c.p2p_s. Exact where no formula exists (the
     zero-bubble and V schedules); O(actions)."""
     p, last = c.p, c.p * c.v - 1
-    place = REGISTRY[c.schedule].placement
+    place = c.placement
     vs_of = [[virtual_stage(p, s, k, place) for k in range(c.v)] for s in range(p)]
     home = [stage_and_chunk(p, vs, place)[0] for vs in range(last + 1)]
     arrived: dict = {}
@@ -197,7 +197,7 @@ def stage_busy_s(c, stage: int = 0) -> float:
             for vs in range(stage, last + 1, c.p)
         )
     p, last = c.p, c.p * c.v - 1
-    place = REGISTRY[c.schedule].placement
+    place = c.placement
     busy = 0.0
     for a in build(c.schedule, p, c.m, c.v)[stage]:
         vs = virtual_stage(p, stage, a.chunk, place)
@@ -269,12 +269,6 @@ def costs(w: Workload, hw: HardwareSpec) -> StageCosts:
     return stage_costs(w, cost_model(hw), MEMOISED)[0]
 
 
-def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
-    """memory.memory_report (its per-layer bytes and schedule walks are cached there)."""
-    return memory.memory_report(w, hw)
-
-
-# ---------------------------------------------------------------------------- one configuration
 def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     """Closed-form time, MFU/HFU and peak HBM of one validated workload on one machine."""
     c = costs(w, hw)

@@ -17,7 +17,6 @@ from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.params import stage_params
 from simsp.schedule import (
-    REGISTRY,
     build,
     stage_and_chunk,
     virtual_stage,
@@ -235,7 +234,7 @@ def _walk_peak(w: Workload, stage: int, chunk: float, emb: float, out: float) ->
     p, v = par.pp, par.chunks
     last = p * v - 1
     w_bytes = w.layers_per_chunk * weight_grad_bytes(w.model, par, w.training.micro_batch)
-    placement = REGISTRY[par.schedule].placement
+    placement = par.placement
     sent = sends_output(par, last, placement)
     output = stage_output_bytes(w.model, par, w.training.micro_batch)
     held = peak = 0.0

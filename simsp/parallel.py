@@ -83,8 +83,12 @@ class ParallelSpec:
         schedules (their last virtual stage folds back onto the first rank)."""
         from simsp.schedule import stage_and_chunk
 
-        placement = REGISTRY[self.schedule].placement if self.schedule in REGISTRY else "loop"
-        return stage_and_chunk(self.pp, self.pp * self.chunks - 1, placement)[0]
+        return stage_and_chunk(self.pp, self.pp * self.chunks - 1, self.placement)[0]
+
+    @property
+    def placement(self) -> str:
+        """Where the schedule puts each chunk: loop or v (simsp/schedule/)."""
+        return REGISTRY[self.schedule].placement if self.schedule in REGISTRY else "loop"
 
     @cached_property
     def chunks(self) -> int:

@@ -131,16 +131,15 @@ def chunk_costs(
     w: Workload, lt: LayerTime, ends: tuple[float, ...], rest: LayerTime | None = None
 ) -> tuple[ChunkCost, ...]:
     """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
-    layer on the last (middle chunks are one shared object: they are all alike). `rest` is the
-    layer without recompute, for the layers recompute_num_layers leaves out."""
+    layer on the last (middle chunks are one shared object where they are alike). `rest` is the
+    layer without recompute, for the layers that recompute_num_layers or recompute_per_stage
+    leave out."""
     par, b = w.parallel, w.training.micro_batch
     n, last = w.layers_per_chunk, par.pp * par.chunks - 1
-    placement = (
-        schedule.REGISTRY[par.schedule].placement if par.schedule in schedule.REGISTRY else "loop"
-    )
+    placement = par.placement
 
     def layers(field: str, full: int) -> float:  # n x a layer's value, split where some recompute
-        if rest is None or full == n:  # rest: the layer without recompute, where some stay out
+        if rest is None or full == n:
             return n * getattr(lt, field)
         return full * getattr(lt, field) + (n - full) * getattr(rest, field)
 
@@ -224,8 +223,10 @@ def stage_costs(
     place = st.placement(w, cost.hw.node.gpus)
     lt = parts.layer(w, cost, place)
     rest = None
-    n = w.layers_per_chunk
-    if par.recompute == "full" and any(par.recomputed_layers(n, s) < n for s in range(par.pp)):
+    per_chunk = w.layers_per_chunk
+    if par.recompute == "full" and any(
+        par.recomputed_layers(per_chunk, s) < per_chunk for s in range(par.pp)
+    ):
         rest = parts.layer(
             dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, place
         )

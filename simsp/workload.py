@@ -113,12 +113,6 @@ def _rules(w: Workload):
         "must be 1 unless schedule is interleaved or zb-h1 (2 is allowed for zbv and dualpipev)",
     )
     yield (
-        "parallel.schedule",
-        p.schedule,
-        p.schedule != "interleaved" or p.pp > 1,
-        "interleaved needs pp > 1",
-    )
-    yield (
         "model.layers",
         m.layers,
         m.layers % chunks == 0,
@@ -130,12 +124,12 @@ def _rules(w: Workload):
         t.global_batch % (t.micro_batch * p.dp) == 0,
         f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})",
     )
-    yield (
-        "training.global_batch",
-        t.global_batch,
-        p.schedule != "interleaved" or (t.global_batch // (t.micro_batch * p.dp)) % p.pp == 0,
-        f"interleaved needs the microbatch count to be a multiple of pp ({p.pp})",
-    )
+    if p.schedule in REGISTRY:
+        broken = REGISTRY[p.schedule].needs(p.pp, w.microbatches, p.chunks)
+        if broken is not None:  # the schedule's own rule (simsp/schedule/), with its key
+            key, rule = broken
+            section, name = key.split(".")
+            yield key, getattr(getattr(w, section), name), False, rule
     yield (
         "parallel.recompute_num_layers",
         p.recompute_num_layers,
@@ -144,10 +138,6 @@ def _rules(w: Workload):
     )
     if p.recompute_per_stage:
         yield from _per_stage_rules(w)
-    if p.schedule in REGISTRY and p.schedule != "interleaved":
-        m = t.global_batch // (t.micro_batch * p.dp)
-        broken = REGISTRY[p.schedule].needs(p.pp, m, p.chunks)
-        yield "training.global_batch", t.global_batch, broken is None, broken or ""
 
 
 def _per_stage_rules(w: Workload):

@@ -15,6 +15,7 @@ from simsp.model import ModelSpec
 from simsp.params import stage_params
 
 from . import megatron_oracle as mo
+from .test_layer import LLAMA_8B
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,18 +38,7 @@ FLOP_CASES = {
     "GQA, GeLU, tied": ModelSpec(
         layers=24, hidden=2048, heads=16, kv_heads=4, seq_len=2048, vocab=50257
     ),
-    "GQA, SwiGLU, untied (Llama-3.1-8B)": ModelSpec(
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=8,
-        seq_len=8192,
-        vocab=128256,
-        ffn_hidden=14336,
-        mlp="swiglu",
-        tied_embeddings=False,
-        attention="flash",
-    ),
+    "GQA, SwiGLU, untied (Llama-3.1-8B)": LLAMA_8B,
     "GQA, SwiGLU, untied (Llama-3.1-70B)": ModelSpec(
         layers=80,
         hidden=8192,

@@ -63,34 +63,40 @@ class Kind:
     chunks: int | None
     """Chunks a stage holds: fixed (1, or 2 for the V schedules), or None for the workload's
     virtual_stages."""
-    needs: Callable[[int, int, int], str | None]
-    """(p, m, chunks) -> the rule the configuration breaks, or None."""
+    needs: Callable[[int, int, int], tuple[str, str] | None]
+    """(p, m, chunks) -> (workload key, rule) the configuration breaks, or None."""
     source: str
 
 
-def _none(p: int, m: int, v: int) -> str | None:
+def _none(p: int, m: int, v: int) -> tuple[str, str] | None:
     return None
 
 
-def _interleaved_needs(p: int, m: int, v: int) -> str | None:
-    if v > 1 and p < 2:
-        return "interleaved needs pp > 1"
-    if v > 1 and m % p:
-        return f"interleaved needs the microbatch count to be a multiple of pp ({p})"
+def _interleaved_needs(p: int, m: int, v: int) -> tuple[str, str] | None:
+    if p < 2:
+        return "parallel.schedule", "interleaved needs pp > 1"
+    if m % p:
+        return (
+            "training.global_batch",
+            f"interleaved needs the microbatch count to be a multiple of pp ({p})",
+        )
     return None
 
 
-def _zb_needs(p: int, m: int, v: int) -> str | None:
+def _zb_needs(p: int, m: int, v: int) -> tuple[str, str] | None:
     rounds = max(1, m // p)
-    return (
-        None
-        if m % rounds == 0
-        else f"zb-h1 needs the microbatches ({m}) divisible by {rounds} rounds"
-    )
+    if m % rounds:
+        return (
+            "training.global_batch",
+            f"zb-h1 needs the microbatches ({m}) divisible by {rounds} rounds",
+        )
+    return None
 
 
-def _dualpipe_needs(p: int, m: int, v: int) -> str | None:
-    return None if m >= 2 * p else f"dualpipev needs at least 2 x pp = {2 * p} microbatches"
+def _dualpipe_needs(p: int, m: int, v: int) -> tuple[str, str] | None:
+    if m < 2 * p:
+        return "training.global_batch", f"dualpipev needs at least 2 x pp = {2 * p} microbatches"
+    return None
 
 
 REGISTRY = {
