@@ -35,6 +35,7 @@ from simsp.cost import stage_time as st
 from simsp.cost.layer_time import layer_time
 from simsp.flops import hardware_flops, model_flops, utilization
 from simsp.hardware import HardwareSpec
+from simsp.layout import LAYER_GROUPS
 from simsp.memory import CLASSIC
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
@@ -229,9 +230,9 @@ def iteration_s(c) -> float:
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _layer(model, layer_parallel, micro_batch, hw, tp_rpn):
+def _layer(model, layer_parallel, micro_batch, hw, place):
     return layer_time(
-        L.build_layer(model, layer_parallel, micro_batch), cost_model(hw), layer_parallel, tp_rpn
+        L.build_layer(model, layer_parallel, micro_batch), cost_model(hw), layer_parallel, place
     )
 
 
@@ -252,11 +253,19 @@ def _canonical(model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int)
 
 
 MEMOISED = Parts(
-    layer=lambda w, cost, place: _layer(
-        w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw, place.tp_ranks_per_node
+    layer=lambda w, cost, lay: _layer(
+        w.model,
+        w.parallel.for_layer(),
+        w.training.micro_batch,
+        cost.hw,
+        lay.placement(*LAYER_GROUPS),
     ),
-    ends=lambda w, cost, place: _ends(
-        w.model, w.parallel.for_layer(), w.training.micro_batch, cost.hw, place
+    ends=lambda w, cost, lay: _ends(
+        w.model,
+        w.parallel.for_layer(),
+        w.training.micro_batch,
+        cost.hw,
+        lay.placement(*LAYER_GROUPS),
     ),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro

@@ -42,17 +42,16 @@ def cmd_layer(args) -> None:
     """`simsp layer`: one transformer layer, one microbatch, per-op breakdown (paper Table 4)."""
     from simsp.cost import cost_model
     from simsp.cost.layer_time import layer_time
-    from simsp.cost.stage_time import placement
     from simsp.layer import build_layer
+    from simsp.layout import layer_placement
     from simsp.report import layer_dict, layer_table
 
     w, hw = load(args)
-    place = placement(w, hw.node.gpus)
     lt = layer_time(
         build_layer(w.model, w.parallel, w.training.micro_batch),
         cost_model(hw),
         w.parallel,
-        place.tp_ranks_per_node,
+        layer_placement(w.parallel, hw.node.gpus),
     )
     print_json(layer_dict(lt)) if args.json else print(layer_table(w, hw, lt))
 

@@ -14,22 +14,20 @@ import re
 import typing
 from dataclasses import dataclass
 
-from simsp.model import ATTENTION_KINDS, MLP_KINDS, NORM_KINDS, POSITION_KINDS, ModelSpec
-from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
 from simsp.workload import TrainingSpec
 
 SECTIONS = (("model", ModelSpec), ("training", TrainingSpec), ("parallel", ParallelSpec))
 """The workload sections whose fields are knobs, in --help order."""
 CHOICES = {
-    "recompute": RECOMPUTE_MODES,
-    "schedule": SCHEDULES,
-    "mlp": MLP_KINDS,
-    "norm": NORM_KINDS,
-    "position": POSITION_KINDS,
-    "attention": ATTENTION_KINDS,
-    "bias": ("true", "false", "qkv"),
+    f.name: f.metadata["choices"]
+    for _, cls in SECTIONS
+    for f in dataclasses.fields(cls)
+    if "choices" in f.metadata
 }
-"""Knobs whose value is one of a few names (as typed on the command line or in a grid)."""
+"""Knobs whose value is one of a few names (as typed on the command line or in a grid): the
+`choices` in their field's metadata."""
 SHORT_NAMES = {"sequence_parallel": "sp"}
 """Knobs whose flag and column the contract spells shorter (DESIGN.md: `--sp | --no-sp`)."""
 

@@ -174,9 +174,9 @@ def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
 
 
 def weight_bytes_per_param(parallel: ParallelSpec) -> float:
-    """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/d
-    sharded."""
-    return 6 + 12 / parallel.dp if parallel.distributed_optimizer else 18.0
+    """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/(d c)
+    sharded over the data-parallel ranks and their context-parallel peers."""
+    return 6 + 12 / parallel.optimizer_shards if parallel.distributed_optimizer else 18.0
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

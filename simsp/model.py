@@ -50,23 +50,23 @@ class ModelSpec:
     head_dim: int = 0
     """Head size d; 0 means h / a. Megatron's `kv_channels`; set where a model sets it
     (Mistral-NeMo, Gemma), so that a x d may differ from h."""
-    mlp: str = "gelu"
+    mlp: str = field(default="gelu", metadata={"choices": MLP_KINDS})
     """gelu (the paper's h->4h->h), swiglu (gated: two input projections, Shazeer 2020,
     arXiv 2002.05202; Llama, Mistral, Qwen) or squared_relu (Primer, So et al. 2021,
     arXiv 2109.08668; Nemotron-4)."""
-    norm: str = "layernorm"
+    norm: str = field(default="layernorm", metadata={"choices": NORM_KINDS})
     """layernorm (weight and bias) or rmsnorm (weight only; Zhang & Sennrich 2019, arXiv
     1910.07467)."""
-    position: str = "learned"
+    position: str = field(default="learned", metadata={"choices": POSITION_KINDS})
     """learned absolute positions (an s x h table), rope (rotary, Su et al., arXiv 2104.09864,
     applied to Q and K), alibi (Press et al., arXiv 2108.12409, a bias inside the attention
     kernel) or none."""
-    bias: bool | str = True
+    bias: bool | str = field(default=True, metadata={"choices": ("true", "false", "qkv")})
     """Biases on the linear layers: true (the paper's GPT), false (Llama, Mistral, Nemotron)
     or qkv (only the QKV projection, Qwen2's `attention_bias`)."""
     dropout: float = field(default=0.1, metadata=ZERO_OK)
     """Hidden and attention dropout rate; 0 means no dropout kernels and no masks saved."""
-    attention: str = "unfused"
+    attention: str = field(default="unfused", metadata={"choices": ATTENTION_KINDS})
     """unfused (softmax and dropout as their own kernels, s x s tensors saved: the paper) or
     flash (FlashAttention, Dao et al. 2022/2023: no s x s tensor, output and log-sum-exp saved)."""
     tied_embeddings: bool = True

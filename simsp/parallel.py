@@ -6,7 +6,10 @@ from functools import cached_property
 from simsp.schedule import REGISTRY, SCHEDULES, chunks_of
 
 RECOMPUTE_MODES = ("none", "selective", "full")
-__all__ = ["RECOMPUTE_MODES", "SCHEDULES", "ParallelSpec"]
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+"""The parallel dimensions, in Megatron-Core's default rank order (fastest first)."""
+CP_COMM_TYPES = ("p2p", "a2a")
+__all__ = ["CP_COMM_TYPES", "DIMENSIONS", "RECOMPUTE_MODES", "SCHEDULES", "ParallelSpec"]
 
 
 @dataclass(frozen=True)
@@ -19,9 +22,19 @@ class ParallelSpec:
     """Pipeline-parallel size p."""
     dp: int = 1
     """Data-parallel size d."""
+    cp: int = 1
+    """Context-parallel size c: each rank holds 1/c of every sequence (2c chunks, two a rank,
+    balancing the causal mask), Megatron-Core's --context-parallel-size."""
+    cp_comm_type: str = field(default="p2p", metadata={"choices": CP_COMM_TYPES})
+    """How context-parallel attention sees the other ranks' keys and values: p2p (a ring of
+    send/recv overlapped with the blockwise attention, Transformer Engine's default) or a2a
+    (all-to-all from sequence to heads and back, DeepSpeed-Ulysses)."""
+    order: str = "tp-cp-ep-dp-pp"
+    """Rank order, fastest-varying dimension first (Megatron-Core's `order`): decides which
+    groups share a node."""
     sequence_parallel: bool = False
     """Shard layer-norm and dropout activations along the sequence (paper §4.2.2)."""
-    recompute: str = "none"
+    recompute: str = field(default="none", metadata={"choices": RECOMPUTE_MODES})
     """Activation recomputation: none, selective (paper §5) or full (every layer)."""
     recompute_num_layers: int = 0
     """With recompute full: how many layers of each model chunk are recomputed, the first ones,
@@ -32,16 +45,17 @@ class ParallelSpec:
     comma-separated ("4,2,0,0"; there 0 means none), for pipelines whose stages are not equally
     memory-bound (zero-bubble schedules); empty means recompute_num_layers on every stage. In a
     YAML flow mapping, quote it: `recompute_per_stage: "4,2,0,0"`."""
-    schedule: str = "1f1b"
+    schedule: str = field(default="1f1b", metadata={"choices": SCHEDULES})
     """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
     bubble), zbv or dualpipev (V-shaped); see simsp/schedule/."""
     virtual_stages: int = 1
     """Model chunks per pipeline stage for the interleaved and zb-h1 schedules (the paper's m);
     the V schedules always hold two."""
     distributed_optimizer: bool = False
-    """Shard optimizer state over DP: 6 + 12/d bytes a parameter instead of 18."""
-    overlap_dp_comm: bool = False
-    """Overlap the DP gradient all-reduce with backward, bucket by bucket."""
+    """Shard optimizer state over DP (and CP): 6 + 12/(d c) bytes a parameter instead of 18."""
+    overlap_grad_reduce: bool = False
+    """Overlap the gradient all-reduce (reduce-scatter with the distributed optimizer) with
+    backward, bucket by bucket (Megatron-Core's --overlap-grad-reduce)."""
     dp_bucket_mb: float = 25.0
     """Gradient bucket size for the overlapped all-reduce, MB (PyTorch DDP's bucket_cap_mb
     default)."""
@@ -50,8 +64,19 @@ class ParallelSpec:
 
     @property
     def gpus(self) -> int:
-        """GPUs the run occupies, t x p x d."""
-        return self.tp * self.pp * self.dp
+        """GPUs the run occupies, t x c x p x d."""
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def optimizer_shards(self) -> int:
+        """Ranks one parameter's optimizer state is spread over: d x c with the distributed
+        optimizer (Megatron-Core shards over the data-parallel group with its context-parallel
+        ranks), else 1."""
+        return self.dp * self.cp if self.distributed_optimizer else 1
+
+    def size(self, dim: str) -> int:
+        """The size of one parallel dimension (DIMENSIONS; ep is always 1)."""
+        return 1 if dim == "ep" else getattr(self, dim)
 
     def for_layer(self) -> "ParallelSpec":
         """These settings with those one layer's ops cannot depend on (pipeline, data
@@ -61,7 +86,11 @@ class ParallelSpec:
     @cached_property
     def _layer_settings(self) -> "ParallelSpec":
         return ParallelSpec(
-            tp=self.tp, sequence_parallel=self.sequence_parallel, recompute=self.recompute
+            tp=self.tp,
+            cp=self.cp,
+            cp_comm_type=self.cp_comm_type if self.cp > 1 else "p2p",
+            sequence_parallel=self.sequence_parallel,
+            recompute=self.recompute,
         )
 
     def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:

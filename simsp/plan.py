@@ -15,6 +15,7 @@ from simsp.cost import CostModel
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
+from simsp.layout import LAYER_GROUPS, Layout, layout
 from simsp.memory import (
     chunk_activation_bytes,
     end_stage_bytes,
@@ -106,22 +107,22 @@ class Parts:
     them on what they depend on. Same pieces, one assembly (`stage_costs`)."""
 
     layer: object
-    """(w, cost, place) -> LayerTime of one layer, one microbatch."""
+    """(w, cost, layout) -> LayerTime of one layer, one microbatch."""
     ends: object
-    """(w, cost, place) -> (embedding forward, backward, output forward, backward, p2p send) s."""
+    """(w, cost, layout) -> (embedding forward, backward, output forward, backward, p2p send) s."""
 
 
-def _direct_layer(w: Workload, cost: CostModel, place) -> LayerTime:
+def _direct_layer(w: Workload, cost: CostModel, lay: Layout) -> LayerTime:
     return layer_time(
         build_layer(w.model, w.parallel, w.training.micro_batch),
         cost,
         w.parallel,
-        place.tp_ranks_per_node,
+        lay.placement(*LAYER_GROUPS),
     )
 
 
-def _direct_ends(w: Workload, cost: CostModel, place) -> tuple[float, float, float, float, float]:
-    return (*st.embedding_s(w, cost, place), *st.output_s(w, cost, place), st.p2p_s(w, cost, place))
+def _direct_ends(w: Workload, cost: CostModel, lay: Layout) -> tuple[float, ...]:
+    return (*st.embedding_s(w, cost, lay), *st.output_s(w, cost, lay), st.p2p_s(w, cost, lay))
 
 
 DIRECT = Parts(layer=_direct_layer, ends=_direct_ends)
@@ -220,17 +221,17 @@ def stage_costs(
     parameter counts (for the plan's weights)."""
     par = w.parallel
     p = par.pp
-    place = st.placement(w, cost.hw.node.gpus)
-    lt = parts.layer(w, cost, place)
+    lay = layout(par, cost.hw.node.gpus)
+    lt = parts.layer(w, cost, lay)
     rest = None
     per_chunk = w.layers_per_chunk
     if par.recompute == "full" and any(
         par.recomputed_layers(per_chunk, s) < per_chunk for s in range(par.pp)
     ):
         rest = parts.layer(
-            dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, place
+            dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, lay
         )
-    ends = parts.ends(w, cost, place)
+    ends = parts.ends(w, cost, lay)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     costs = StageCosts(
         p=p,
@@ -238,8 +239,8 @@ def stage_costs(
         m=w.microbatches,
         chunks=chunk_costs(w, lt, ends, rest),
         p2p_s=ends[4] if p > 1 else 0.0,
-        dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, place, params[s])),
-        overlap_dp=par.overlap_dp_comm,
+        dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
+        overlap_dp=par.overlap_grad_reduce,
         dp_buckets=tuple(gradient_buckets(n, par.dp_bucket_mb) for n in params),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),

@@ -1,5 +1,6 @@
 """Results for people: the JSON contract's objects and readable terminal tables."""
 
+import dataclasses
 from dataclasses import dataclass
 
 from simsp.cost import cost_model
@@ -14,6 +15,7 @@ from simsp.flops import (
 from simsp.hardware import HardwareSpec
 from simsp.memory import MemoryReport, memory_report
 from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
 from simsp.params import total_params
 from simsp.plan import Plan, build_plan
 from simsp.units import GIB
@@ -24,6 +26,11 @@ def _gib(x: float) -> str:
     return f"{x / GIB:8.2f}"
 
 
+_NAMED = ("tp", "pp", "dp", "sequence_parallel", "recompute", "schedule", "virtual_stages")
+"""Parallel settings every run description names, in this order; the others are named where
+they differ from their defaults, generated from ParallelSpec's fields."""
+
+
 def describe(w: Workload, hw: HardwareSpec) -> str:
     """One line naming the run (and the model's choices where they are not the paper's GPT)."""
     p = w.parallel
@@ -32,7 +39,27 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
     return (
         f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
         f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} {p.schedule}{chunks} "
-        f"b={w.training.micro_batch} B={w.training.global_batch}"
+        f"{parallel_extras(p)}b={w.training.micro_batch} B={w.training.global_batch}"
+    )
+
+
+def parallel_extras(p: ParallelSpec) -> str:
+    """`key=value ` for each parallel setting off its default and not among _NAMED."""
+    default = ParallelSpec()
+    return "".join(
+        f"{f.name}={_setting(getattr(p, f.name))} "
+        for f in dataclasses.fields(ParallelSpec)
+        if f.name not in _NAMED and getattr(p, f.name) != getattr(default, f.name)
+    )
+
+
+def _setting(value) -> str:
+    return (
+        str(value).lower()
+        if isinstance(value, bool)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
     )
 
 

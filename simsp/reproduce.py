@@ -12,6 +12,7 @@ from simsp.config import REPO_ROOT, load_hardware, load_workload
 from simsp.cost import cost_model
 from simsp.cost.layer_time import layer_time
 from simsp.layer import build_layer
+from simsp.layout import layer_placement
 from simsp.memory import activation_per_layer_bytes, memory_report
 from simsp.paper import MODELS, TABLE4_22B_MS, TABLE4_LABELS, TABLE5_MFU_HFU, TABLE5_S
 from simsp.report import run
@@ -51,7 +52,12 @@ def table4(w, hw) -> list[list]:
     rows = []
     for key, (pf, pb) in TABLE4_22B_MS.items():
         par = _variant(w, *key).parallel
-        lt = layer_time(build_layer(w.model, par, w.training.micro_batch), cost_model(hw), par, 8)
+        lt = layer_time(
+            build_layer(w.model, par, w.training.micro_batch),
+            cost_model(hw),
+            par,
+            layer_placement(par, 8),
+        )
         sf, sb = lt.forward_s * 1e3, lt.backward_s * 1e3
         rows.append(
             [

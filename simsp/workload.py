@@ -12,7 +12,7 @@ from simsp.model import (
     POSITION_KINDS,
     ModelSpec,
 )
-from simsp.parallel import RECOMPUTE_MODES, SCHEDULES, ParallelSpec
+from simsp.parallel import CP_COMM_TYPES, DIMENSIONS, RECOMPUTE_MODES, SCHEDULES, ParallelSpec
 from simsp.schedule import REGISTRY
 
 
@@ -99,11 +99,12 @@ def _rules(w: Workload):
         f"must divide the key/value heads ({m.groups}), as Megatron-Core requires",
     )
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
+    yield from _context_rules(w)
     yield (
         "parallel.sequence_parallel",
         p.sequence_parallel,
-        not p.sequence_parallel or m.seq_len % p.tp == 0,
-        f"needs tp ({p.tp}) to divide seq_len ({m.seq_len})",
+        not p.sequence_parallel or m.seq_len % (p.tp * p.cp) == 0,
+        f"needs tp x cp ({p.tp} x {p.cp}) to divide seq_len ({m.seq_len})",
     )
     yield (
         "parallel.virtual_stages",
@@ -138,6 +139,46 @@ def _rules(w: Workload):
     )
     if p.recompute_per_stage:
         yield from _per_stage_rules(w)
+
+
+def _context_rules(w: Workload):
+    """(key, value, holds, rule) for context parallelism and the rank order."""
+    m, p = w.model, w.parallel
+    dims = p.order.split("-")
+    yield (
+        "parallel.order",
+        p.order,
+        sorted(dims) == sorted(DIMENSIONS),
+        f"must name each of {', '.join(DIMENSIONS)} once, joined by '-'",
+    )
+    yield (
+        "parallel.cp_comm_type",
+        p.cp_comm_type,
+        p.cp_comm_type in CP_COMM_TYPES,
+        f"must be one of {', '.join(CP_COMM_TYPES)}",
+    )
+    if p.cp == 1:
+        return
+    yield (
+        "parallel.cp",
+        p.cp,
+        m.seq_len % (2 * p.cp) == 0,
+        f"needs 2 x cp ({2 * p.cp}) to divide seq_len ({m.seq_len}): each rank holds two "
+        "chunks of the causal load balancing",
+    )
+    yield (
+        "parallel.cp",
+        p.cp,
+        m.attention == "flash",
+        "needs model.attention: flash (Megatron-Core runs context parallelism only inside "
+        "Transformer Engine's fused attention)",
+    )
+    yield (
+        "parallel.cp_comm_type",
+        p.cp_comm_type,
+        p.cp_comm_type != "a2a" or (m.groups // p.tp) % p.cp == 0,
+        f"a2a needs cp ({p.cp}) to divide the key/value heads of a TP rank ({m.groups // p.tp})",
+    )
 
 
 def _per_stage_rules(w: Workload):

@@ -84,7 +84,7 @@ def test_costs_are_the_plans_costs_exactly(workloads, hardware):
             variant(base, tp=8, pp=1, dp=8, schedule="1f1b", virtual_stages=1),
             variant(
                 base,
-                overlap_dp_comm=True,
+                overlap_grad_reduce=True,
                 distributed_optimizer=True,
                 deallocate_pipeline_outputs=False,
             ),
@@ -132,7 +132,7 @@ def test_micro_batch_and_dp_variants_within_2_percent(workloads, hardware):
     base = workloads["gpt3-175b"]
     cases = [
         variant(
-            base, tp=t, pp=p, dp=64 // (t * p), micro_batch=mb, recompute=rc, overlap_dp_comm=ov
+            base, tp=t, pp=p, dp=64 // (t * p), micro_batch=mb, recompute=rc, overlap_grad_reduce=ov
         )
         for t, p in ((4, 4), (8, 2), (2, 16))
         for mb in (1, 2, 4)

@@ -299,7 +299,7 @@ def test_vtrain_lut_sample_parses(tmp_path):
         ("nccl_8.log", "", {}),
         ("nccl_8.log", "hello world\nthis is not\n a log\n", {}),
         ("nccl_8.log", "# just comments\n#\n", {}),
-        ("alltoall.log", CURRENT_SAMPLE.replace("all_reduce_perf", "alltoall_perf"), {}),
+        ("broadcast.log", CURRENT_SAMPLE.replace("all_reduce_perf", "broadcast_perf"), {}),
         ("mystery.log", OLD_SAMPLE, {"ranks": 2}),
         ("mystery.log", OLD_SAMPLE, {"op": "broadcast", "ranks": 2}),
         ("mystery.log", OLD_SAMPLE, {"op": "all_reduce"}),

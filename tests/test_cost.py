@@ -11,6 +11,7 @@ from simsp.cost import CostModel, cost_model
 from simsp.cost.compute import FORWARD
 from simsp.cost.layer_time import layer_time
 from simsp.layer import Gemm, build_layer
+from simsp.layout import layer_placement
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,9 @@ def cost(hardware):
 
 def layer(w, cost, **changes):
     par = dataclasses.replace(w.parallel, **changes)
-    return layer_time(build_layer(w.model, par, w.training.micro_batch), cost, par, 8)
+    return layer_time(
+        build_layer(w.model, par, w.training.micro_batch), cost, par, layer_placement(par, 8)
+    )
 
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
@@ -145,7 +148,12 @@ def test_host_floor_applies_only_when_the_host_is_slower(workloads, hardware):
         host_backward_us=60_000.0,
         host_recompute_full_us=40_000.0,
     )
-    lt = layer_time(ops, CostModel(dataclasses.replace(hardware, calibration=slow)), par, 8)
+    lt = layer_time(
+        ops,
+        CostModel(dataclasses.replace(hardware, calibration=slow)),
+        par,
+        layer_placement(par, 8),
+    )
     assert lt.forward_s == pytest.approx(0.050) and lt.backward_s == pytest.approx(0.100)
     fast = dataclasses.replace(hardware.calibration, host_forward_us=1.0, host_backward_us=1.0)
     base = dataclasses.replace(
@@ -155,8 +163,18 @@ def test_host_floor_applies_only_when_the_host_is_slower(workloads, hardware):
         host_recompute_full_us=0.0,
         host_recompute_selective_us=0.0,
     )
-    a = layer_time(ops, CostModel(dataclasses.replace(hardware, calibration=fast)), par, 8)
-    b = layer_time(ops, CostModel(dataclasses.replace(hardware, calibration=base)), par, 8)
+    a = layer_time(
+        ops,
+        CostModel(dataclasses.replace(hardware, calibration=fast)),
+        par,
+        layer_placement(par, 8),
+    )
+    b = layer_time(
+        ops,
+        CostModel(dataclasses.replace(hardware, calibration=base)),
+        par,
+        layer_placement(par, 8),
+    )
     assert (a.forward_s, a.backward_s) == (b.forward_s, b.backward_s)
 
 

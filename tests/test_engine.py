@@ -112,7 +112,9 @@ def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware)
         parallel=dataclasses.replace(w.parallel, dp=4),
         training=dataclasses.replace(w.training, global_batch=256),
     )
-    ov = dataclasses.replace(dp, parallel=dataclasses.replace(dp.parallel, overlap_dp_comm=True))
+    ov = dataclasses.replace(
+        dp, parallel=dataclasses.replace(dp.parallel, overlap_grad_reduce=True)
+    )
     t1, t4, t4o = (run(x, hardware).iteration_time_s for x in (w, dp, ov))
     assert t4 > t1 and t4o < t4
 

@@ -20,6 +20,7 @@ from simsp.config import load_hardware, load_workload
 from simsp.cost import CostModel
 from simsp.cost.layer_time import layer_time
 from simsp.layer import Gemm, build_layer
+from simsp.layout import layer_placement
 from simsp.profiler import shapes
 from simsp.profiler.collectives import LOG_NAMES, OPS
 from simsp.profiler.commands import register
@@ -70,7 +71,10 @@ def _lookups(w, hw) -> set:
 
     cost.compute.gemm = record
     layer_time(
-        build_layer(w.model, w.parallel, w.training.micro_batch), cost, w.parallel, hw.node.gpus
+        build_layer(w.model, w.parallel, w.training.micro_batch),
+        cost,
+        w.parallel,
+        layer_placement(w.parallel, hw.node.gpus),
     )
     return seen
 
@@ -310,7 +314,7 @@ def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, 
         build_layer(w.model, w.parallel, w.training.micro_batch),
         CostModel(hw),
         w.parallel,
-        hw.node.gpus,
+        layer_placement(w.parallel, hw.node.gpus),
     )
     gemms = [e for e in lt.entries if e.kind in ("gemm", "attention_gemm")]
     assert (

@@ -97,7 +97,7 @@ def test_every_vtrain_row_becomes_a_case_with_vtrains_settings():
                 "1f1b",
                 False,
             )
-            assert not w.parallel.overlap_dp_comm and not w.parallel.distributed_optimizer
+            assert not w.parallel.overlap_grad_reduce and not w.parallel.distributed_optimizer
             assert w.model.vocab == 51200 and w.model.ffn == 4 * w.model.hidden
             assert (w.model.layers, w.model.hidden, w.model.heads, w.model.seq_len) == tuple(
                 int(row[k]) for k in ("layers", "hidden", "heads", "seq_len")
@@ -130,7 +130,7 @@ def test_invalid_rows_are_skipped_and_counted(tmp_path):
     assert [s.name for s in skipped] == ["single-0002", "single-0003", "single-0004", "single-0005"]
     for s, words in zip(
         skipped,
-        ("must divide model.heads", "tp x pp x dp", "micro_batch x dp", "pp x virtual_stages"),
+        ("must divide model.heads", "tp x cp x pp x dp", "micro_batch x dp", "pp x virtual_stages"),
         strict=True,
     ):
         assert words in s.reason and s.set == "vtrain-single"

@@ -11,6 +11,7 @@ import pytest
 from simsp.cost import cost_model
 from simsp.cost.layer_time import layer_time
 from simsp.layer import build_layer
+from simsp.layout import layer_placement
 from simsp.paper import MODELS, TABLE4_22B_MS, TABLE4_LABELS, TABLE5_MFU_HFU, TABLE5_S
 from simsp.report import run
 
@@ -28,7 +29,10 @@ def table4(workloads, hardware):
     for key in TABLE4_22B_MS:
         par = variant(w, *key).parallel
         lt = layer_time(
-            build_layer(w.model, par, w.training.micro_batch), cost_model(hardware), par, 8
+            build_layer(w.model, par, w.training.micro_batch),
+            cost_model(hardware),
+            par,
+            layer_placement(par, 8),
         )
         out[key] = (lt.forward_s * 1e3, lt.backward_s * 1e3)
     return out

@@ -21,13 +21,14 @@ from pathlib import Path
 
 from simsp.errors import InputError
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
 
 BUSBW_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
     "send_recv": lambda n: 1.0,
+    "all_to_all": lambda n: (n - 1) / n,
 }
 """busbw = algbw x factor(ranks) (nccl-tests doc/PERFORMANCE.md)."""
 
@@ -36,8 +37,15 @@ _TEST_NAMES = {
     "all_gather": "all_gather_perf",
     "reduce_scatter": "reduce_scatter_perf",
     "send_recv": "sendrecv_perf",
+    "all_to_all": "alltoall_perf",
 }
-_REDOPS = {"all_reduce": "sum", "all_gather": "none", "reduce_scatter": "sum", "send_recv": "none"}
+_REDOPS = {
+    "all_reduce": "sum",
+    "all_gather": "none",
+    "reduce_scatter": "sum",
+    "send_recv": "none",
+    "all_to_all": "none",
+}
 _PER_RANK_COUNT = ("all_gather", "reduce_scatter")
 _TYPE_BYTES = {
     "int8": 1,
@@ -232,6 +240,7 @@ def _normalise_op(name: str) -> str:
         "reducescatter": "reduce_scatter",
         "sendrecv": "send_recv",
         "p2p": "send_recv",
+        "alltoall": "all_to_all",
     }.get(name, name)
 
 

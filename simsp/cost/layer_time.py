@@ -15,7 +15,8 @@ from functools import cached_property
 
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_shapes
-from simsp.layer import Op
+from simsp.layer import Attention, Op
+from simsp.layout import Placement
 from simsp.parallel import ParallelSpec
 
 PHASES = ("forward", "recompute", "backward", "input", "weight")
@@ -102,16 +103,59 @@ class _Pass:
         self,
         cost: CostModel,
         parallel: ParallelSpec,
-        ranks_per_node: int,
+        place: Placement,
         deferred_wgrad: bool = False,
     ):
-        self.cost, self.par, self.rpn = cost, parallel, ranks_per_node
+        self.cost, self.par, self.place = cost, parallel, place
         self.deferred_wgrad = deferred_wgrad
 
+    def collective_s(self, collective) -> float:
+        """A collective over the layout group it names."""
+        group = self.place.group(collective.group)
+        if collective.op == "send_recv":
+            return self.cost.network.p2p_s(collective.bytes, group.nodes == 1)
+        return self.cost.network.group_s(collective.op, collective.bytes, group)
+
     def comm(self, op: Op, collective, phase: str, hidden_behind: float = 0.0) -> Entry:
-        t = self.cost.network.collective_s(collective.op, collective.bytes, self.par.tp, self.rpn)
+        t = self.collective_s(collective)
         name = f"{op.name}: {collective.op.replace('_', '-')}"
         return Entry(name, phase, "comm", "comm", max(0.0, t - hidden_behind), t, "nccl")
+
+    def ring_attention(self, op: Op, phase: str, backward: bool) -> list[Entry]:
+        """Context-parallel attention over a ring of c steps (Transformer Engine 2.5
+        AttnFuncWithCPAndKVP2P): step 0 is the causal block of the rank's own chunks; each later
+        step is a non-causal block of half the rows or half the keys (s/c x s/2c), so every step
+        is half an (s/c)² block. Forward, the next rank's K/V travels while a step computes (c -
+        1 sends); backward, step 0 sends K/V, the middle steps K/V with the gradients gathered
+        so far, the last step the finished dK/dV (2(c - 1) K/V-sized sends in all). A step
+        shorter than the transfer alongside it waits for the difference: the ring's exposed
+        time."""
+        att, cm = op.attention, self.cost.compute
+        diagonal = cm.flash_attention(
+            Attention(att.batch_heads, att.seq_len, att.head_dim, True), backward
+        )
+        half = cm.flash_attention(
+            Attention(att.batch_heads, att.seq_len, att.head_dim, False, att.seq_len // 2),
+            backward,
+        )
+        c, kv = att.ring_steps, self.collective_s(att.ring)
+        steps = [diagonal.seconds] + [half.seconds] * (c - 1)
+        sends = [kv] + [2 * kv] * (c - 2) + [kv] if backward else [kv] * (c - 1)
+        exposed = sum(max(0.0, send - block) for send, block in zip(sends, steps, strict=False))
+        label = op.name + (" grad" if backward else "")
+        source = diagonal.source
+        return [
+            Entry(label, phase, op.kind, "compute", sum(steps), sum(steps), source),
+            Entry(
+                f"{label}: cp ring send-recv",
+                phase,
+                "comm",
+                "comm",
+                exposed,
+                sum(sends),
+                "nccl",
+            ),
+        ]
 
     def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
         return Entry(name, phase, kind, "compute", timed.seconds, timed.seconds, timed.source)
@@ -122,6 +166,8 @@ class _Pass:
         if not op.fwd_bytes and not op.gemm and not op.attention:
             return []  # backward-only op
         cm = self.cost.compute
+        if op.attention and op.attention.ring:
+            return self.ring_attention(op, phase, backward=False)
         if op.attention:
             timed = cm.flash_attention(op.attention)
         else:
@@ -136,6 +182,8 @@ class _Pass:
                 if op.bwd_comm and not op.overlaps_wgrad
                 else []
             )
+        if op.attention and op.attention.ring:
+            return self.ring_attention(op, "backward", backward=True)
         if op.attention:
             return [
                 self.compute(
@@ -234,10 +282,11 @@ def _host_wait(entries: list[Entry], phases: tuple[str, ...], host_s: float) -> 
 
 
 def layer_time(
-    ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, ranks_per_node: int
+    ops: tuple[Op, ...], cost: CostModel, parallel: ParallelSpec, place: Placement
 ) -> LayerTime:
-    """Forward, recompute and backward entries of one layer for one microbatch."""
-    p = _Pass(cost, parallel, ranks_per_node)
+    """Forward, recompute and backward entries of one layer for one microbatch; `place` holds
+    the groups its collectives run over (layout.LAYER_GROUPS)."""
+    p = _Pass(cost, parallel, place)
     entries = [e for op in ops for e in p.forward(op, "forward")]
     rerun = (
         ops
@@ -251,7 +300,7 @@ def layer_time(
     recompute = [e for op in rerun for e in p.forward(op, "recompute")]
     backward = recompute + _backward(ops, p)
     backward += _host_wait(backward, ("recompute", "backward"), host_b)
-    split = _backward(ops, _Pass(cost, parallel, ranks_per_node, deferred_wgrad=True))
+    split = _backward(ops, _Pass(cost, parallel, place, deferred_wgrad=True))
     split = recompute + [
         dataclasses.replace(e, phase="input") if e.phase == "backward" else e for e in split
     ]

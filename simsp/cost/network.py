@@ -13,6 +13,11 @@ That table also gives the per-NIC rate: a ring over k nodes crosses each node bo
 NIC, so busbw = NICs x per-NIC rate. Groups with g < GPUs-a-node on each of k nodes are
 hierarchical: NVLink reduce-scatter over g, InfiniBand all-reduce of S/g over k nodes on each of
 g NICs, NVLink all-gather over g; a pipeline send across nodes uses one NIC.
+
+An all-to-all of S bytes (each rank sends S/n to each peer) moves what an all-gather of S moves,
+(n-1)/n S a rank, and nccl-tests gives both the same busbw factor; without a measured
+all-to-all table it costs the all-gather of S (on NVSwitch nodes, where every pair has the full
+link; across nodes this is optimistic, as an all-to-all does not pipeline around a ring).
 """
 
 import math
@@ -21,7 +26,7 @@ from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 
-AR, AG, RS, P2P = "all_reduce", "all_gather", "reduce_scatter", "send_recv"
+AR, AG, RS, P2P, A2A = "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"
 
 
 def _index(paths) -> dict[tuple[str, int], CollectiveTable]:
@@ -104,6 +109,8 @@ class NetworkModel:
         group holds whole nodes, else hierarchical."""
         if ranks <= 1 or nbytes <= 0:
             return 0.0
+        if op == A2A and not any(key[0] == A2A for key in self.nvlink):
+            op = AG
         g = min(ranks_per_node, ranks)
         nodes = ranks // g
         if nodes == 1:
@@ -116,6 +123,10 @@ class NetworkModel:
         if op != AR:
             return inter + self.intra_s(op, nbytes, g)
         return self.intra_s(RS, nbytes, g) + inter + self.intra_s(AG, nbytes, g)
+
+    def group_s(self, op: str, nbytes: float, group) -> float:
+        """A collective over one group of the run's layout (layout.Group)."""
+        return self.collective_s(op, nbytes, group.size, group.ranks_per_node)
 
     def p2p_s(self, nbytes: float, same_node: bool) -> float:
         """One pipeline send/recv of nbytes: NVLink inside a node, one NIC across nodes."""

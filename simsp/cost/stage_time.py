@@ -2,11 +2,10 @@
 gradient synchronisation and the optimizer step, in seconds on one rank.
 """
 
-from dataclasses import dataclass
-
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
 from simsp.layer import Gemm
+from simsp.layout import GRADIENT_GROUP, Layout, Placement
 from simsp.params import stage_params
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
@@ -40,25 +39,9 @@ for the logits GEMM (4 + 2). Subtracting the one-hot target indexes one logit a 
 (`grad_2d[arange_1d, masked_target_1d] -= ...`), not a pass over all of them."""
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a run's groups sit on nodes (Megatron's rank order: tp fastest, then dp, then pp)."""
-
-    tp_ranks_per_node: int
-    dp_ranks_per_node: int
-    pp_neighbours_share_node: bool
-
-
-def placement(w: Workload, gpus_per_node: int) -> Placement:
-    """Ranks of each group that share a node."""
-    p = w.parallel
-    tp_rpn = min(p.tp, gpus_per_node)
-    dp_rpn = max(1, min(p.dp, gpus_per_node // p.tp)) if p.tp < gpus_per_node else 1
-    return Placement(tp_rpn, dp_rpn, p.tp * p.dp < gpus_per_node)
-
-
 def _sbh(w: Workload) -> int:
-    return w.model.seq_len * w.training.micro_batch * w.model.hidden
+    """Elements of one activation [s, b, h] on one context-parallel rank (s/c tokens)."""
+    return w.model.seq_len // w.parallel.cp * w.training.micro_batch * w.model.hidden
 
 
 def p2p_bytes(w: Workload) -> float:
@@ -71,14 +54,12 @@ def p2p_s(w: Workload, cost: CostModel, place: Placement) -> float:
     """A send between neighbouring stages; without SP the receiver all-gathers the TP pieces."""
     t = cost.network.p2p_s(p2p_bytes(w), place.pp_neighbours_share_node)
     if not w.parallel.sequence_parallel and w.parallel.tp > 1:
-        t += cost.network.collective_s(
-            "all_gather", BYTES_16BIT * _sbh(w), w.parallel.tp, place.tp_ranks_per_node
-        )
+        t += _tp_collective(w, cost, place, "all_gather", BYTES_16BIT * _sbh(w))
     return t
 
 
 def _tp_collective(w, cost, place, op, nbytes):
-    return cost.network.collective_s(op, nbytes, w.parallel.tp, place.tp_ranks_per_node)
+    return cost.network.group_s(op, nbytes, place.group("tp"))
 
 
 def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
@@ -110,7 +91,7 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     """(forward, backward) of the last stage: final layer-norm, logits GEMM over the vocab shard,
     vocab-parallel cross-entropy in fp32 (two small TP all-reduces)."""
     m, t = w.model, w.parallel.tp
-    sb = m.seq_len * w.training.micro_batch
+    sb = m.seq_len // w.parallel.cp * w.training.micro_batch
     seq = t if w.parallel.sequence_parallel else 1
     x = BYTES_16BIT * sb * m.hidden
     vocab = m.padded_vocab(t)
@@ -133,10 +114,11 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     return fwd, bwd
 
 
-def dp_allreduce_s(w: Workload, cost: CostModel, place: Placement, params: float) -> float:
-    """All-reduce of a stage's fp32 gradients over the DP group (Megatron all-reduces main_grad)."""
-    return cost.network.collective_s(
-        "all_reduce", BYTES_FP32 * params, w.parallel.dp, place.dp_ranks_per_node
+def dp_allreduce_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> float:
+    """All-reduce of a stage's fp32 gradients over the DP group, its CP peers included
+    (Megatron all-reduces main_grad over dp x cp)."""
+    return cost.network.group_s(
+        "all_reduce", BYTES_FP32 * params, lay.group("-".join(GRADIENT_GROUP))
     )
 
 
@@ -150,9 +132,10 @@ def embedding_sync_s(w: Workload, cost: CostModel) -> float:
 
 def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
     """Gradient averaging and the optimizer step over the parameters one rank owns (the step over
-    its DP shard with the distributed optimizer); Adam at its measured rate where there is one."""
+    its dp x cp shard with the distributed optimizer); Adam at its measured rate where there is
+    one."""
     params = stage_params(w.model, w.parallel, stage)
-    shard = params / w.parallel.dp if w.parallel.distributed_optimizer else params
+    shard = params / w.parallel.optimizer_shards
     mb = cost.compute.memory_bound
     step = mb(GRAD_AVERAGE_BYTES * params + STEP_OTHER_BYTES * shard).seconds
     return step + mb(ADAM_BYTES * shard, "adam").seconds

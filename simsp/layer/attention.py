@@ -1,8 +1,10 @@
 """The attention block: norm, QKV with grouped-query heads, rotary positions, unfused or flash
 core attention, output projection, residual."""
 
+import dataclasses
+
 from simsp.layer.blocks import linear, norm, residual, residual_grad, tp_comms
-from simsp.layer.ops import Attention, Dims, Gemm, Op, Saved
+from simsp.layer.ops import Attention, Collective, Dims, Gemm, Op, Saved
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
@@ -92,6 +94,8 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     attention whatever its kernel, keeping Q, K, V and re-running the forward, so only the LSE is
     dropped."""
     att = Attention(dm.b * dm.a // dm.t, dm.s, dm.d, causal=True)
+    if dm.c > 1:
+        att = _context_parallel(att, dm)
     lse = BYTES_FP32 * dm.s * dm.b * dm.a
     return (
         Op(
@@ -109,11 +113,51 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     )
 
 
+def _context_parallel(att: Attention, dm: Dims) -> Attention:
+    """A context-parallel rank's core attention over a ring (cp_comm_type p2p; Transformer Engine
+    AttnFuncWithCPAndKVP2P, Liu et al. arXiv 2310.01889 with causal load balancing): the
+    sequence is cut into 2c chunks and rank r holds chunks r and 2c - 1 - r, so every rank does
+    1/c of the causal work. Its s/c queries meet all s keys over c ring steps, each receiving
+    the next rank's K and V (g heads on this TP rank) while attending to the ones it has."""
+    kv = 2 * dm.heads_bytes(dm.g) / dm.t
+    ring = Collective("send_recv", kv, "cp")
+    return Attention(
+        att.batch_heads, dm.s, dm.d, True, kv_len=dm.s * dm.c, ring=ring, ring_steps=dm.c
+    )
+
+
+def _all_to_all(name: str, nbytes: float) -> Op:
+    """DeepSpeed-Ulysses's exchange (Jacobs et al. arXiv 2309.14509; Megatron-Core cp_comm_type
+    a2a): an all-to-all over the context-parallel group that turns a sequence split into a head
+    split (or back); its backward is the same all-to-all of the gradients."""
+    a2a = Collective("all_to_all", nbytes, "cp")
+    # Inside Transformer Engine's attention: selective recompute re-runs it with the kernel.
+    return Op(name, "comm", "attention", fwd_comm=a2a, bwd_comm=a2a, selective=True)
+
+
 def _rope(dm: Dims) -> Op:
     """Rotary embedding applied to Q and K (Megatron-Core's fused RoPE): read and write both
     forward and backward; it saves nothing but the (tiny) angles."""
     qk = (dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g)) / dm.t
     return Op("rotary embedding", "rope", "attention", fwd_bytes=2 * qk, bwd_bytes=2 * qk)
+
+
+def _core(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
+    """Core attention, under context parallelism over its ring or between its all-to-alls."""
+    if model.attention != "flash":
+        return _core_unfused(model, dm)
+    if dm.c == 1 or parallel.cp_comm_type != "a2a":
+        return _core_flash(model, dm)
+    # Ulysses: Q, K, V go from s/c tokens x a/t heads to s tokens x a/(t c) heads (the same bytes
+    # per rank); the attention then sees the whole sequence for its heads; the output goes back.
+    heads = dataclasses.replace(dm, s=dm.s * dm.c, a=dm.a // dm.c, g=dm.g // dm.c, c=1)
+    flash = _core_flash(model, heads)[0]
+    qkv = (dm.heads_bytes(dm.a) + 2 * dm.heads_bytes(dm.g)) / dm.t
+    return (
+        _all_to_all("cp all-to-all (q, k, v)", qkv),
+        flash,
+        _all_to_all("cp all-to-all (output)", dm.heads_bytes(dm.a) / dm.t),
+    )
 
 
 def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
@@ -146,7 +190,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
         )
     if model.position == "rope":
         ops.append(_rope(dm))
-    ops += _core_flash(model, dm) if model.attention == "flash" else _core_unfused(model, dm)
+    ops += _core(model, parallel, dm)
     ops += [
         linear(
             "projection",

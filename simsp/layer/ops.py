@@ -58,14 +58,27 @@ class Attention:
     batch_heads: int
     """Micro batch x query heads on this rank."""
     seq_len: int
+    """Query rows of the block (the sequence, or a context-parallel rank's share of it)."""
     head_dim: int
     causal: bool = True
+    kv_len: int = 0
+    """Key/value rows, if not seq_len (a context-parallel block)."""
+    ring: "Collective | None" = None
+    """With context parallelism over a ring (cp_comm_type p2p): the K/V send each of the c - 1
+    later steps waits for, overlapped with the block before it (Transformer Engine's
+    AttnFuncWithCPAndKVP2P)."""
+    ring_steps: int = 1
+    """Ring steps c: one causal diagonal block, then c - 1 blocks of half the rows."""
+
+    @property
+    def keys(self) -> int:
+        return self.kv_len or self.seq_len
 
     @property
     def flops(self) -> float:
-        """4 s² d per batch-head: QKᵀ and attention-over-V, the whole s x s square, as Megatron-Core
+        """4 s_q s_kv d per batch-head: QKᵀ and attention-over-V, the whole square, as Megatron-Core
         r0.8's `num_floating_point_operations` counts them (the causal mask is not discounted)."""
-        return 4.0 * self.seq_len * self.seq_len * self.head_dim * self.batch_heads
+        return 4.0 * self.seq_len * self.keys * self.head_dim * self.batch_heads
 
     @property
     def benchmark_flops(self) -> float:
@@ -76,12 +89,15 @@ class Attention:
 
 @dataclass(frozen=True)
 class Collective:
-    """A TP/SP collective over the tensor-parallel group."""
+    """A collective a layer runs over one of its parallel groups."""
 
     op: str
-    """all_reduce, all_gather or reduce_scatter."""
+    """all_reduce, all_gather, reduce_scatter, all_to_all or send_recv."""
     bytes: float
-    """Message size in nccl-tests terms (the full, gathered buffer)."""
+    """Message size in nccl-tests terms (the full, gathered buffer; a send's own bytes)."""
+    group: str = "tp"
+    """The layout group it runs over (layout.LAYER_GROUPS): tp, or cp for context
+    parallelism's exchanges."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,8 @@ class Dims:
     """The sizes one layer's ops are built from, on one TP rank (notation of model.py)."""
 
     s: int
+    """Tokens of a sequence on this rank: seq_len / c (Megatron-Core splits every sequence over
+    the context-parallel ranks before the embedding, get_batch_on_this_cp_rank)."""
     b: int
     h: int
     a: int
@@ -134,11 +152,13 @@ class Dims:
     t: int
     seq: int
     """The share of norm, dropout and residual work one rank does: t under SP, else 1."""
+    c: int = 1
+    """Context-parallel ranks; s is already one rank's share, seq_len / c."""
 
     @classmethod
     def of(cls, model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> "Dims":
         return cls(
-            model.seq_len,
+            model.seq_len // parallel.cp,
             micro_batch,
             model.hidden,
             model.heads,
@@ -147,6 +167,7 @@ class Dims:
             model.ffn,
             parallel.tp,
             parallel.tp if parallel.sequence_parallel else 1,
+            parallel.cp,
         )
 
     @property

@@ -14,7 +14,7 @@ A spec, by example (paths relative to the working directory or to the spec's fol
     grid: {tp: [1, 2, 4, 8, 16], pp: [1, 2, 4, 8, 16], sp: [true, false],
            recompute: [none, selective, full], micro_batch: [1, 2, 4]}
 
-dp = gpus / (tp x pp). Settings the grid leaves out keep the workload's values; an inherited
+dp = gpus / (tp x cp x pp). Settings the grid leaves out keep the workload's values; an inherited
 interleaved schedule falls back to 1F1B where interleaving is not valid (pp = 1, chunks that do
 not divide the layers, a microbatch count that is not a multiple of pp); a schedule listed in
 the grid is taken as asked, and its invalid combinations are skipped. Configurations that mean

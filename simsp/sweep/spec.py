@@ -1,6 +1,6 @@
 """The sweep spec: reading and checking it, and enumerating its valid, distinct configurations.
 
-The spec is read through `simsp.config` (only config reads YAML). dp = gpus / (tp x pp);
+The spec is read through `simsp.config` (only config reads YAML). dp = gpus / (tp x cp x pp);
 settings the grid leaves out keep the workload's values; an inherited interleaved schedule falls
 back to 1F1B where interleaving is not valid, a schedule listed in the grid is taken as asked
 (its invalid combinations are skipped); configurations that mean the same run (SP with tp = 1,
@@ -27,7 +27,7 @@ GRID_KEYS = {
     **{k.short: (k.section, k.name, k.kind) for k in KNOBS if k.short != k.name},
 }
 """grid key: (section, field, kind), one per knob (knobs.py) and its short name (sp); dp is
-not a key, as it follows from the GPUs (dp = gpus / (tp x pp))."""
+not a key, as it follows from the GPUs (dp = gpus / (tp x cp x pp))."""
 CHOICES = {
     key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES
 }
@@ -159,7 +159,7 @@ class Counts:
     grid_points: int = 0
     """Grid combinations times hardware files."""
     invalid: int = 0
-    """Skipped: broke a workload rule, or tp x pp does not divide the GPUs."""
+    """Skipped: broke a workload rule, or tp x cp x pp does not divide the GPUs."""
     duplicates: int = 0
     """Skipped: the same run as an earlier configuration."""
     fallback: int = 0
@@ -184,17 +184,18 @@ def _formatted(section) -> tuple[str, ...]:
 
 
 def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
-    """The workload with grid values applied and dp = gpus / (tp pp); None if tp pp does not
-    divide."""
+    """The workload with grid values applied and dp = gpus / (tp cp pp); None if tp cp pp does
+    not divide."""
     sections = {"model": {}, "parallel": {}, "training": {}}
     for key, value in values.items():
         section, field, _ = GRID_KEYS[key]
         sections[section][field] = parse_bias(value) if field == "bias" else value
     par = dataclasses.replace(base.parallel, **sections["parallel"])
-    if gpus % (par.tp * par.pp):
+    model_parallel = par.tp * par.cp * par.pp
+    if gpus % model_parallel:
         return None
     par = dataclasses.replace(
-        par, dp=gpus // (par.tp * par.pp), sequence_parallel=par.sequence_parallel and par.tp > 1
+        par, dp=gpus // model_parallel, sequence_parallel=par.sequence_parallel and par.tp > 1
     )
     if par.schedule in REGISTRY and REGISTRY[par.schedule].chunks is not None:
         par = dataclasses.replace(par, virtual_stages=1)  # the schedule fixes its chunks

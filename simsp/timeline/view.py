@@ -171,8 +171,9 @@ def embedding_share(result) -> float:
         return 0.5
     from simsp.cost import cost_model
     from simsp.cost import stage_time as st
+    from simsp.layout import layout
 
-    cost, place = cost_model(result.hardware), st.placement(w, result.hardware.node.gpus)
+    cost, place = cost_model(result.hardware), layout(w.parallel, result.hardware.node.gpus)
     (ef, _), (of, _) = st.embedding_s(w, cost, place), st.output_s(w, cost, place)
     return ef / (ef + of) if ef + of > 0 else 0.5
 

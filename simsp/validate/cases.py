@@ -150,7 +150,9 @@ def vtrain_workload(row: dict, name: str) -> Workload:
         parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **VTRAIN_PARALLEL),
     )
     if w.parallel.gpus != n["gpus"]:
-        raise InputError(name, "gpus", n["gpus"], f"must equal tp x pp x dp ({w.parallel.gpus})")
+        raise InputError(
+            name, "gpus", n["gpus"], f"must equal tp x cp x pp x dp ({w.parallel.gpus})"
+        )
     return validate(w, name)
 
 

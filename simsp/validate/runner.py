@@ -31,15 +31,15 @@ def predict(case: Case) -> float:
 
         return run(case.workload, hw).iteration_time_s
     from simsp.cost.layer_time import layer_time
-    from simsp.cost.stage_time import placement
     from simsp.layer import build_layer
+    from simsp.layout import layer_placement
 
     w = case.workload
     lt = layer_time(
         build_layer(w.model, w.parallel, w.training.micro_batch),
         cost_model(hw),
         w.parallel,
-        placement(w, hw.node.gpus).tp_ranks_per_node,
+        layer_placement(w.parallel, hw.node.gpus),
     )
     return lt.forward_s if case.quantity == "layer_forward" else lt.backward_s
 
