@@ -51,6 +51,7 @@ class _Run:
         self.spans: list[Span] = []
         self.memory: list[MemorySample] = []
         self.done = [0.0] * plan.p
+        self.first_layer = [sum(plan.chunk_layers[:vs]) for vs in range(len(plan.chunk_layers))]
 
     def event(self, key) -> simpy.Event:
         ev = self.arrived.get(key)
@@ -59,9 +60,7 @@ class _Run:
         return ev
 
     def span(self, stage, stream, kind, name, start, dur, mb=-1, chunk=-1, vs=-1):
-        first, n = (
-            (vs * self.plan.layers_per_chunk, self.plan.layers_per_chunk) if vs >= 0 else (-1, 0)
-        )
+        first, n = (self.first_layer[vs], self.plan.chunk_layers[vs]) if vs >= 0 else (-1, 0)
         self.spans.append(Span(stage, stream, kind, name, start, dur, mb, chunk, first, n))
 
     def stage(self, s: int):

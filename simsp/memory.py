@@ -100,10 +100,12 @@ def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int)
     return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
 
 
-def chunk_activation_bytes(w: Workload, stage: int = 0) -> float:
-    """One of a stage's chunks, one microbatch: with recompute full on only its first N layers
-    (recompute_num_layers, recompute_per_stage), those keep their inputs, the rest all they save."""
-    par, n, b = w.parallel, w.layers_per_chunk, w.training.micro_batch
+def chunk_activation_bytes(w: Workload, stage: int = 0, layers: int | None = None) -> float:
+    """One of a stage's chunks of `layers` layers (a middle chunk's by default), one microbatch:
+    with recompute full on only its first N layers (recompute_num_layers, recompute_per_stage),
+    those keep their inputs, the rest all they save."""
+    par, b = w.parallel, w.training.micro_batch
+    n = w.layers_per_chunk if layers is None else layers
     full = par.recomputed_layers(n, stage)
     if par.recompute != "full" or full == n:
         return n * activation_per_layer_bytes(w.model, par, b)
@@ -205,10 +207,10 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
-    chunk = chunk_activation_bytes(w, stage)
     emb, out = end_stage_bytes(model, par, b)
-    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs:
-        return _walk_peak(w, stage, chunk, emb, out)
+    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven:
+        return _walk_peak(w, stage, emb, out)
+    chunk = chunk_activation_bytes(w, stage)
     first = emb if stage == 0 else 0.0
     last = out if stage == p - 1 else 0.0
     if v > 1 and (first or last):
@@ -225,7 +227,7 @@ CLASSIC = ("gpipe", "1f1b", "interleaved")
 """Schedules whose in-flight counts have closed forms (in_flight_chunks); others are walked."""
 
 
-def _walk_peak(w: Workload, stage: int, chunk: float, emb: float, out: float) -> float:
+def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
     """Peak activation bytes over the stage's actions: an F holds its chunk (plus the embedding
     or output-layer tensors on the end virtual stages, and, without Appendix B's deallocation,
     the output it sent to another stage), a B frees it, an I frees all but what its W needs,
@@ -233,14 +235,17 @@ def _walk_peak(w: Workload, stage: int, chunk: float, emb: float, out: float) ->
     par = w.parallel
     p, v = par.pp, par.chunks
     last = p * v - 1
-    w_bytes = w.layers_per_chunk * weight_grad_bytes(w.model, par, w.training.micro_batch)
+    per_layer_w = weight_grad_bytes(w.model, par, w.training.micro_batch)
     placement = par.placement
+    counts = w.chunk_layers
+    chunks = {n: chunk_activation_bytes(w, stage, n) for n in set(counts)}
     sent = sends_output(par, last, placement)
     output = stage_output_bytes(w.model, par, w.training.micro_batch)
     held = peak = 0.0
     for a in build(par.schedule, p, w.microbatches, v)[stage]:
         vs = virtual_stage(p, stage, a.chunk, placement)
-        size = chunk + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
+        size = chunks[counts[vs]] + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
+        w_bytes = counts[vs] * per_layer_w
         size += output if vs in sent else 0.0
         held += {"F": size, "B": -size, "I": w_bytes - size, "W": -w_bytes}[a.kind]
         peak = max(peak, held)

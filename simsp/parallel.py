@@ -1,7 +1,7 @@
 """How the model is split across GPUs and what is recomputed: the parallel plan."""
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from simsp.schedule import REGISTRY, SCHEDULES, chunks_of
 
@@ -59,6 +59,18 @@ class ParallelSpec:
     dp_bucket_mb: float = 25.0
     """Gradient bucket size for the overlapped all-reduce, MB (PyTorch DDP's bucket_cap_mb
     default)."""
+    first_stage_layers: int = 0
+    """Transformer layers on the first pipeline stage, if not an equal share (Megatron-Core's
+    --decoder-first-pipeline-num-layers); the stages left share the rest equally."""
+    last_stage_layers: int = 0
+    """Transformer layers on the last pipeline stage, if not an equal share
+    (--decoder-last-pipeline-num-layers)."""
+    account_for_embedding_in_pipeline_split: bool = False
+    """Count the embedding as one layer when splitting the layers over the pipeline: the first
+    model chunk holds one transformer layer fewer (Megatron-Core's flag of that name)."""
+    account_for_loss_in_pipeline_split: bool = False
+    """Count the output layer and loss as one layer: the last model chunk holds one transformer
+    layer fewer (Megatron-Core's flag of that name)."""
     deallocate_pipeline_outputs: bool = True
     """Free a stage's output tensor after sending it (the paper's Appendix B)."""
 
@@ -101,6 +113,29 @@ class ParallelSpec:
             return min(self.stage_recompute[stage], layers_per_chunk)
         return min(self.recompute_num_layers or layers_per_chunk, layers_per_chunk)
 
+    @property
+    def uneven(self) -> bool:
+        """Whether some model chunks hold more layers than others."""
+        return bool(
+            self.first_stage_layers
+            or self.last_stage_layers
+            or self.account_for_embedding_in_pipeline_split
+            or self.account_for_loss_in_pipeline_split
+        )
+
+    def chunk_layers(self, layers: int) -> tuple[int, ...]:
+        """Transformer layers of each virtual stage (model chunk), first to last."""
+        return split_layers(self, layers)
+
+    def stage_layers(self, layers: int, stage: int) -> int:
+        """Transformer layers on one pipeline stage, all its chunks together."""
+        from simsp.schedule import virtual_stage
+
+        counts = split_layers(self, layers)
+        return sum(
+            counts[virtual_stage(self.pp, stage, c, self.placement)] for c in range(self.chunks)
+        )
+
     @cached_property
     def stage_recompute(self) -> tuple[int, ...]:
         """recompute_per_stage as integers (the workload rules check its form)."""
@@ -126,3 +161,28 @@ class ParallelSpec:
         if self.schedule not in REGISTRY:
             return 1
         return chunks_of(self.schedule, self.virtual_stages)
+
+
+@lru_cache(maxsize=4096)
+def split_layers(par: ParallelSpec, layers: int) -> tuple[int, ...]:
+    """Layers of each virtual stage as Megatron-Core r0.13 builds them (transformer_block.py
+    `get_num_layers_to_build`): an equal share by default; with first/last_stage_layers those
+    stages hold that many and the stages left share the rest, each stage's layers split equally
+    over its chunks; with account_for_embedding/loss_in_pipeline_split the embedding and the loss
+    count as a layer each, taken from the first and last chunk. The workload rules check that
+    the shares are whole (workload.py)."""
+    from simsp.schedule import stage_and_chunk
+
+    p, v = par.pp, par.chunks
+    flags = par.account_for_embedding_in_pipeline_split + par.account_for_loss_in_pipeline_split
+    if not (par.first_stage_layers or par.last_stage_layers):
+        counts = [(layers + flags) // (p * v)] * (p * v)
+        counts[0] -= par.account_for_embedding_in_pipeline_split
+        counts[-1] -= par.account_for_loss_in_pipeline_split
+        return tuple(counts)
+    ends = {0: par.first_stage_layers, p - 1: par.last_stage_layers}
+    fixed = {s: n for s, n in ends.items() if n}
+    left = p - len(fixed)
+    share = (layers - sum(fixed.values())) // left if left else 0
+    stage = [fixed.get(s, share) for s in range(p)]
+    return tuple(stage[stage_and_chunk(p, vs, par.placement)[0]] // v for vs in range(p * v))

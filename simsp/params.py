@@ -40,14 +40,17 @@ def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
     """Parameters one TP rank of a pipeline stage holds: its layers, plus the embedding tables
     on the first stage and the final norm and output layer on the last."""
     last = parallel.last_stage
-    return _stage_params(model, parallel.tp, parallel.pp, stage == 0, stage == last, last != 0)
+    layers = parallel.stage_layers(model.layers, stage)
+    return _stage_params(model, parallel.tp, layers, stage == 0, stage == last, last != 0)
 
 
 @lru_cache(maxsize=4096)
-def _stage_params(model: ModelSpec, t: int, p: int, first: bool, last: bool, apart: bool) -> float:
-    """first / last: the stage holds the embedding / the output layer; apart: they are on
-    different stages (then a tied output layer is a copy of its own)."""
-    params = (model.layers // p) * layer_params_per_rank(model, t)
+def _stage_params(
+    model: ModelSpec, t: int, layers: int, first: bool, last: bool, apart: bool
+) -> float:
+    """`layers` transformer layers; first / last: the stage holds the embedding / the output
+    layer; apart: they are on different stages (then a tied output layer is a copy of its own)."""
+    params = layers * layer_params_per_rank(model, t)
     if first:
         params += sum(L.stored_params(w, t) for w in L.embedding_weights(model, t))
     if last:

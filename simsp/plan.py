@@ -94,7 +94,8 @@ class Plan(StageCosts):
     """Everything the engine needs, as plain data: the costs plus each stage's actions."""
 
     actions: tuple[tuple[schedule.Action, ...], ...]
-    layers_per_chunk: int
+    chunk_layers: tuple[int, ...]
+    """Transformer layers of each virtual stage."""
     weights_bytes: tuple[float, ...]
     layer: LayerTime
     """One layer's per-op entries, for timelines that expand chunk spans into ops."""
@@ -136,10 +137,10 @@ def chunk_costs(
     layer without recompute, for the layers that recompute_num_layers or recompute_per_stage
     leave out."""
     par, b = w.parallel, w.training.micro_batch
-    n, last = w.layers_per_chunk, par.pp * par.chunks - 1
+    counts, last = w.chunk_layers, par.pp * par.chunks - 1
     placement = par.placement
 
-    def layers(field: str, full: int) -> float:  # n x a layer's value, split where some recompute
+    def layers(field: str, n: int, full: int) -> float:  # n layers, split where some recompute
         if rest is None or full == n:
             return n * getattr(lt, field)
         return full * getattr(lt, field) + (n - full) * getattr(rest, field)
@@ -148,13 +149,13 @@ def chunk_costs(
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
     output = stage_output_bytes(w.model, par, b)
     sent = sends_output(par, last, placement)
-    held_for_w = n * weight_grad_bytes(w.model, par, b)
+    per_layer_for_w = weight_grad_bytes(w.model, par, b)
 
     def chunk(vs: int) -> ChunkCost:
-        stage = schedule.stage_and_chunk(par.pp, vs, placement)[0]
+        stage, n = schedule.stage_and_chunk(par.pp, vs, placement)[0], counts[vs]
         full = par.recomputed_layers(n, stage)
         fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp = (
-            layers(f, full)
+            layers(f, n, full)
             for f in (
                 "forward_s",
                 "backward_s",
@@ -173,16 +174,16 @@ def chunk_costs(
             forward_tp_s=tp_f,
             backward_tp_s=tp_b,
             recompute_s=rc,
-            activation_bytes=chunk_activation_bytes(w, stage)
+            activation_bytes=chunk_activation_bytes(w, stage, n)
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + (output if vs in sent else 0.0),
             input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
             weight_s=wt,
             input_tp_s=i_tp,
-            weight_bytes=held_for_w,
+            weight_bytes=n * per_layer_for_w,
         )
 
-    if par.recompute_per_stage or (sent and not sent >= set(range(1, last))):
+    if par.recompute_per_stage or par.uneven or (sent and not sent >= set(range(1, last))):
         return tuple(chunk(vs) for vs in range(last + 1))  # middle chunks differ: each its own
     middle = chunk(1) if last > 1 else None
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
@@ -224,9 +225,9 @@ def stage_costs(
     lay = layout(par, cost.hw.node.gpus)
     lt = parts.layer(w, cost, lay)
     rest = None
-    per_chunk = w.layers_per_chunk
     if par.recompute == "full" and any(
-        par.recomputed_layers(per_chunk, s) < per_chunk for s in range(par.pp)
+        par.recomputed_layers(n, schedule.stage_and_chunk(p, vs, par.placement)[0]) < n
+        for vs, n in enumerate(w.chunk_layers)
     ):
         rest = parts.layer(
             dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, lay
@@ -245,7 +246,7 @@ def stage_costs(
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
         schedule=par.schedule,
-        alike_stages=not par.recompute_per_stage,
+        alike_stages=not (par.recompute_per_stage or par.uneven),
     )
     return costs, lt, params
 
@@ -265,7 +266,7 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
     return Plan(
         **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
         actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
-        layers_per_chunk=w.layers_per_chunk,
+        chunk_layers=w.chunk_layers,
         weights_bytes=tuple(n * weight_bytes_per_param(par) for n in params),
         layer=lt,
     )

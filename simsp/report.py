@@ -18,6 +18,7 @@ from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.params import total_params
 from simsp.plan import Plan, build_plan
+from simsp.schedule import virtual_stage
 from simsp.units import GIB
 from simsp.workload import Workload
 
@@ -156,8 +157,13 @@ class Result:
         """Where one stage's iteration went; the parts sum to the iteration time."""
         spans = [s for s in self.sim.spans if s.stage == stage]
         passes = [s for s in spans if s.kind in PASS_TP]
-        chunks, n = self.plan.chunks, self.plan.layers_per_chunk
-        tp = sum(getattr(chunks[s.first_layer // n], PASS_TP[s.kind]) for s in passes)
+        plan = self.plan
+        tp = sum(
+            getattr(
+                plan.chunks[virtual_stage(plan.p, stage, s.chunk, plan.placement)], PASS_TP[s.kind]
+            )
+            for s in passes
+        )
         compute = sum(s.dur_s for s in passes) - tp
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
         busy_end = max(

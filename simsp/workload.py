@@ -41,24 +41,32 @@ class Workload:
         return self.training.global_batch // (self.training.micro_batch * self.parallel.dp)
 
     @property
-    def layers_per_stage(self) -> int:
-        """Transformer layers on each pipeline stage (all chunks together)."""
-        return self.model.layers // self.parallel.pp
+    def chunk_layers(self) -> tuple[int, ...]:
+        """Transformer layers of each virtual stage (model chunk), first to last."""
+        return self.parallel.chunk_layers(self.model.layers)
+
+    def stage_layers(self, stage: int) -> int:
+        """Transformer layers on one pipeline stage, all its chunks together."""
+        return self.parallel.stage_layers(self.model.layers, stage)
 
     @property
     def recomputed_layers(self) -> int | None:
         """Layers of the whole model whose forward re-runs under recompute full (None: all)."""
+        from simsp.schedule import stage_and_chunk
+
         p = self.parallel
         if p.recompute != "full" or not (p.recompute_num_layers or p.recompute_per_stage):
             return None
-        if not p.recompute_per_stage:
-            return p.recomputed_layers(self.layers_per_chunk) * p.pp * p.chunks
-        return sum(p.recomputed_layers(self.layers_per_chunk, s) for s in range(p.pp)) * p.chunks
+        return sum(
+            p.recomputed_layers(n, stage_and_chunk(p.pp, vs, p.placement)[0])
+            for vs, n in enumerate(self.chunk_layers)
+        )
 
     @property
     def layers_per_chunk(self) -> int:
-        """Transformer layers in one model chunk."""
-        return self.model.layers // (self.parallel.pp * self.parallel.chunks)
+        """Transformer layers in a middle model chunk (every chunk, unless parallel.uneven)."""
+        counts = self.chunk_layers
+        return counts[min(1, len(counts) - 1)] if self.parallel.uneven else counts[0]
 
 
 def _rules(w: Workload):
@@ -113,12 +121,15 @@ def _rules(w: Workload):
         or (p.schedule in REGISTRY and REGISTRY[p.schedule].chunks in (None, p.virtual_stages)),
         "must be 1 unless schedule is interleaved or zb-h1 (2 is allowed for zbv and dualpipev)",
     )
-    yield (
-        "model.layers",
-        m.layers,
-        m.layers % chunks == 0,
-        f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks",
-    )
+    if p.uneven:
+        yield from _split_rules(w)
+    else:
+        yield (
+            "model.layers",
+            m.layers,
+            m.layers % chunks == 0,
+            f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks",
+        )
     yield (
         "training.global_batch",
         t.global_batch,
@@ -178,6 +189,43 @@ def _context_rules(w: Workload):
         p.cp_comm_type,
         p.cp_comm_type != "a2a" or (m.groups // p.tp) % p.cp == 0,
         f"a2a needs cp ({p.cp}) to divide the key/value heads of a TP rank ({m.groups // p.tp})",
+    )
+
+
+def _split_rules(w: Workload):
+    """(key, value, holds, rule) for uneven pipeline stages, as Megatron-Core r0.13's
+    TransformerConfig.__post_init__ checks them."""
+    m, p = w.model, w.parallel
+    first, last, v = p.first_stage_layers, p.last_stage_layers, p.chunks
+    accounted = p.account_for_embedding_in_pipeline_split or p.account_for_loss_in_pipeline_split
+    if accounted:
+        key = "parallel.account_for_embedding_in_pipeline_split"
+        yield key, True, not (first or last), "cannot be combined with first/last_stage_layers"
+        slots = m.layers + p.account_for_embedding_in_pipeline_split
+        slots += p.account_for_loss_in_pipeline_split
+        yield (
+            "model.layers",
+            m.layers,
+            slots % (p.pp * v) == 0 and slots // (p.pp * v) >= 2,
+            f"with the embedding and loss counted ({slots} layer slots) must divide into "
+            f"pp x virtual_stages ({p.pp} x {v}) equal chunks of two or more",
+        )
+        return
+    for key, n in (("first_stage_layers", first), ("last_stage_layers", last)):
+        yield (
+            f"parallel.{key}",
+            n,
+            n >= 0 and n % v == 0 and (n == 0 or p.pp > 1),
+            f"must be a multiple of the chunks a stage holds ({v}), with pp > 1",
+        )
+    left = p.pp - bool(first) - bool(last)
+    rest = m.layers - first - last
+    yield (
+        "model.layers",
+        m.layers,
+        (rest == 0 if left == 0 else rest > 0 and rest % (left * v) == 0),
+        f"less first/last_stage_layers ({rest}) must divide into the other {left} stages x "
+        f"{v} chunks equally",
     )
 
 

@@ -23,7 +23,7 @@ def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None, chunk=None):
         m=m,
         actions=schedule.build(name, p, m, v),
         chunks=(chunk,) * (p * v),
-        layers_per_chunk=1,
+        chunk_layers=(1,) * (p * v),
         p2p_s=0.0,
         dp_s=(0.0,) * p,
         overlap_dp=False,

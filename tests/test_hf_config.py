@@ -17,11 +17,11 @@ from simsp.workload import TrainingSpec, Workload, validate
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MODELS = WORKLOADS / "models"
 HF_WORKLOADS = {
-    # name: GPUs (tp x pp x dp), the recipe's count kept with CP set aside except where noted
+    # name: GPUs (tp x cp x pp x dp), the recipe's count
     "llama-3.1-8b": 8,
     "llama-3.1-70b": 64,
-    "llama-3.1-405b": 1008,
-    "llama-3.1-405b-18k": 18432,
+    "llama-3.1-405b": 1024,
+    "llama-3.1-405b-18k": 16384,
     "llama-2-7b": 8,
     "llama-2-70b": 64,
     "mistral-7b": 8,

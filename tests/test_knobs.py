@@ -77,8 +77,12 @@ def test_a_grid_over_model_choices_enumerates_them():
         base,
         (load_hardware("hardware/dgx-h100.yaml"),),
         base.parallel.gpus,
-        (("attention", ("flash", "unfused")), ("kv_heads", (8, 32))),
+        (("attention", ("flash", "unfused")), ("kv_heads", (8, 32)), ("cp", (1, 2))),
     )
     configs, counts = sweep.enumerate_configs(spec)
     seen = {(c.workload.model.attention, c.workload.model.groups) for c in configs}
     assert seen == {("flash", 8), ("flash", 32), ("unfused", 8), ("unfused", 32)}
+    # context parallelism runs only inside fused attention (a workload rule): skipped, not run
+    assert {c.workload.parallel.cp for c in configs if c.workload.model.attention == "unfused"} == {
+        1
+    }

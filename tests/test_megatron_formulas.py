@@ -149,6 +149,7 @@ def _workload(name, tp, pp, dp, schedule, v, global_batch, distributed):
         tp=tp,
         pp=pp,
         dp=dp,
+        cp=1,  # Megatron's theoretical_memory_usage has no context parallelism
         schedule=schedule,
         virtual_stages=v,
         sequence_parallel=True,
@@ -188,7 +189,9 @@ def test_weights_and_optimizer_equal_megatron_plus_the_norms(name, setting, dist
         untie_embeddings_and_output_weights=not m.tied_embeddings,
         pipeline_model_parallel_size=p,
         tensor_model_parallel_size=t,
-        data_parallel_size=par.dp,
+        # the distributed optimizer shards over dp x cp (Megatron-Core r0.13 DDP's
+        # data-parallel group with its context-parallel ranks); the r0.8 report names only dp
+        data_parallel_size=par.dp * par.cp,
         use_distributed_optimizer=distributed,
     )
     norms = m.layers / p * (2 * h - 4 * h / t) - 2 * h / (p * t) + (h if p == 1 else 0)
