@@ -219,14 +219,14 @@ def bubble_s(c, ends=None, done=None) -> float:
     """Stage 0's idle time in closed form, as the event tier's breakdown counts it."""
     ends = ends or pipeline_ends(c)
     done = done or stage_done_s(c, ends)
-    t = max(done) + max(c.optimizer_s)
-    return t - stage_busy_s(c) - (done[0] - ends[0][0]) - c.optimizer_s[0]
+    t = max(done) + max(c.step_s)
+    return t - stage_busy_s(c) - (done[0] - ends[0][0]) - c.step_s[0]
 
 
 def iteration_s(c) -> float:
     """Iteration time of a Plan (or its StageCosts) in closed form: slowest stage, then the
     optimizer."""
-    return max(stage_done_s(c)) + max(c.optimizer_s)
+    return max(stage_done_s(c)) + max(c.step_s)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -283,7 +283,7 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     c = costs(w, hw)
     ends = pipeline_ends(c)
     done = stage_done_s(c, ends)
-    t = max(done) + max(c.optimizer_s)
+    t = max(done) + max(c.step_s)
     gb, gpus, peak = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
     return Estimate(
         iteration_time_s=t,

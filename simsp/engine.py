@@ -137,7 +137,7 @@ class _Run:
             end = gradients_done_s(
                 env.now, backward_start, backward_end, dp, plan.dp_buckets[s], plan.overlap_dp
             )
-            self.span(s, "dp_comm", "dp_allreduce", "DP gradient all-reduce", end - dp, dp)
+            self.span(s, "dp_comm", "dp_allreduce", plan.dp_label, end - dp, dp)
             yield env.timeout(end - env.now)
         if plan.embedding_sync_s > 0 and s in (0, plan.last_stage):
             t0 = env.now
@@ -168,5 +168,9 @@ def simulate(plan: Plan) -> Simulation:
     barrier = max(run.done)
     for s in range(plan.p):
         run.span(s, "compute", "optimizer", "optimizer step", barrier, plan.optimizer_s[s])
-    end = barrier + max(plan.optimizer_s)
+        gather = plan.step_s[s] - plan.optimizer_s[s]
+        if gather > 0:
+            start = barrier + plan.optimizer_s[s]
+            run.span(s, "dp_comm", "param_gather", "parameter all-gather", start, gather)
+    end = barrier + max(plan.step_s)
     return Simulation(tuple(run.spans), tuple(run.memory), end, tuple(run.done))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from simsp import layer as L
+from simsp.cost import fsdp
 from simsp.hardware import HardwareSpec
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
@@ -85,7 +86,7 @@ def saved_tensors(
 ) -> tuple[L.Saved, ...]:
     """The tensors one layer keeps for backward under the run's recompute mode (paper §5)."""
     if parallel.recompute == "full":
-        return (L.layer_input(model, micro_batch),)
+        return (L.layer_input(model, micro_batch, parallel.cp),)
     saves = (s for op in L.build_layer(model, parallel, micro_batch) for s in op.saves)
     return tuple(s for s in saves if not (parallel.recompute == "selective" and s.selective))
 
@@ -151,15 +152,15 @@ def _end_stage_bytes(
     return tuple(
         sum(L.stored_bytes(s, parallel) for s in saves)
         for saves in (
-            L.embedding_saves(model, micro_batch),
-            L.output_saves(model, parallel.tp, micro_batch),
+            L.embedding_saves(model, micro_batch, parallel.cp),
+            L.output_saves(model, parallel.tp, micro_batch, parallel.cp),
         )
     )
 
 
 def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
     """A stage's output tensor, 2sbh (/t under SP): what Appendix B deallocates after sending."""
-    return L.stored_bytes(L.layer_input(model, micro_batch), parallel)
+    return L.stored_bytes(L.layer_input(model, micro_batch, parallel.cp), parallel)
 
 
 def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
@@ -177,8 +178,12 @@ def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
 
 def weight_bytes_per_param(parallel: ParallelSpec) -> float:
     """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/(d c)
-    sharded over the data-parallel ranks and their context-parallel peers."""
-    return 6 + 12 / parallel.optimizer_shards if parallel.distributed_optimizer else 18.0
+    sharded over the data-parallel ranks and their context-parallel peers (Megatron-Core
+    docs/source/api-guide/dist_optimizer.md); 2 fewer with bf16 gradients."""
+    if parallel.fsdp:
+        return fsdp.weight_bytes_per_param(parallel.optimizer_shards)
+    grad = 0.0 if parallel.grad_reduce_in_fp32 else -2.0
+    return grad + (6 + 12 / parallel.optimizer_shards if parallel.distributed_optimizer else 18.0)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -266,12 +271,13 @@ def sends_output(par: ParallelSpec, last: int, placement: str) -> frozenset:
 
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:
-    """One stage's weights and optimizer state and its activation peak."""
-    return StageMemory(
-        stage,
-        stage_params(w.model, w.parallel, stage) * weight_bytes_per_param(w.parallel),
-        stage_activation_bytes(w, stage),
-    )
+    """One stage's weights and optimizer state and its activation peak; with FSDP the sharded
+    state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py)."""
+    params = stage_params(w.model, w.parallel, stage)
+    weights = params * weight_bytes_per_param(w.parallel)
+    if w.parallel.fsdp:
+        weights += fsdp.in_flight_bytes(w, params)
+    return StageMemory(stage, weights, stage_activation_bytes(w, stage))
 
 
 def peak_candidates(p: int) -> tuple[int, ...]:

@@ -34,6 +34,13 @@ class ParallelSpec:
     groups share a node."""
     sequence_parallel: bool = False
     """Shard layer-norm and dropout activations along the sequence (paper §4.2.2)."""
+    tp_comm_overlap: bool = False
+    """Overlap the TP/SP collectives with the GEMMs beside them, Transformer Engine's userbuffers
+    (Megatron-LM --tp-comm-overlap; TE 2.5 module/base.py initialize_ub defaults): the input
+    all-gather of the QKV and first MLP GEMMs, and the output-gradient all-gather of the
+    projection and second MLP dgrads, by ring exchange on copy engines; the reduce-scatter after
+    the projection and second MLP GEMMs pipelined over 4 chunks. Needs sequence_parallel (Megatron
+    arguments.py)."""
     recompute: str = field(default="none", metadata={"choices": RECOMPUTE_MODES})
     """Activation recomputation: none, selective (paper §5) or full (every layer)."""
     recompute_num_layers: int = 0
@@ -53,12 +60,28 @@ class ParallelSpec:
     the V schedules always hold two."""
     distributed_optimizer: bool = False
     """Shard optimizer state over DP (and CP): 6 + 12/(d c) bytes a parameter instead of 18."""
+    fsdp: bool = False
+    """Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2 as torchtitan and llm-foundry run
+    it): parameters, gradients and optimizer state sharded over the dp x cp ranks, each layer's
+    parameters all-gathered before its forward and again before its backward (one layer
+    prefetched), its gradients reduce-scattered after its backward."""
+    fsdp_shard: int = 0
+    """With fsdp, the ranks a parameter is sharded over; 0 means all of dp x cp, fewer is
+    hybrid sharding (HSDP: torchtitan's data_parallel_shard_degree), the gradients then
+    all-reduced over the replicas of a shard."""
     overlap_grad_reduce: bool = False
     """Overlap the gradient all-reduce (reduce-scatter with the distributed optimizer) with
     backward, bucket by bucket (Megatron-Core's --overlap-grad-reduce)."""
-    dp_bucket_mb: float = 25.0
-    """Gradient bucket size for the overlapped all-reduce, MB (PyTorch DDP's bucket_cap_mb
-    default)."""
+    overlap_param_gather: bool = False
+    """With the distributed optimizer, all-gather the updated parameters bucket by bucket in the
+    next forward, each bucket prefetched one ahead, instead of all at once after the step
+    (Megatron-Core's --overlap-param-gather)."""
+    grad_reduce_in_fp32: bool = True
+    """Keep and reduce gradients in fp32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32,
+    forced on for bf16 runs unless --grad-reduce-in-bf16): 4 bytes a parameter, else 2."""
+    bucket_params: int = 0
+    """Parameters per gradient bucket of the overlapped reduction; 0 means Megatron-Core's
+    default, max(40M, 1M x d x c) (training.py `bucket_size`)."""
     first_stage_layers: int = 0
     """Transformer layers on the first pipeline stage, if not an equal share (Megatron-Core's
     --decoder-first-pipeline-num-layers); the stages left share the rest equally."""
@@ -83,7 +106,9 @@ class ParallelSpec:
     def optimizer_shards(self) -> int:
         """Ranks one parameter's optimizer state is spread over: d x c with the distributed
         optimizer (Megatron-Core shards over the data-parallel group with its context-parallel
-        ranks), else 1."""
+        ranks), the shard group with FSDP, else 1."""
+        if self.fsdp:
+            return self.fsdp_shard or self.dp * self.cp
         return self.dp * self.cp if self.distributed_optimizer else 1
 
     def size(self, dim: str) -> int:
@@ -102,6 +127,7 @@ class ParallelSpec:
             cp=self.cp,
             cp_comm_type=self.cp_comm_type if self.cp > 1 else "p2p",
             sequence_parallel=self.sequence_parallel,
+            tp_comm_overlap=self.tp_comm_overlap,
             recompute=self.recompute,
         )
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from simsp import schedule
-from simsp.cost import CostModel
+from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.layer import build_layer
@@ -25,7 +25,6 @@ from simsp.memory import (
     weight_grad_bytes,
 )
 from simsp.params import stage_params
-from simsp.units import BYTES_FP32
 from simsp.workload import Workload
 
 
@@ -53,6 +52,10 @@ class ChunkCost:
     """What an I pass leaves held until its W: the linear layers' inputs and output gradients."""
     weight_tp_s: float = 0.0
     """Exposed TP communication inside weight_s (none: a W pass only runs GEMMs)."""
+    forward_fsdp_s: float = 0.0
+    """Exposed FSDP parameter all-gathers inside forward_s (cost/fsdp.py)."""
+    backward_fsdp_s: float = 0.0
+    """Exposed FSDP all-gathers and gradient reduce-scatters inside backward_s and input_s."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class StageCosts:
     """Gradient buckets per stage (the overlapped all-reduce sends them one by one)."""
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
+    param_gather_s: tuple[float, ...] = ()
+    """Exposed all-gather of the updated parameters (distributed optimizer) per stage: all of it
+    after the step, or with overlap_param_gather what the next forward cannot hide."""
     schedule: str = "1f1b"
     """The schedule's name (simsp.schedule.REGISTRY): its placement maps chunks to virtual
     stages, and the closed form walks its actions where it has no formula."""
@@ -82,6 +88,18 @@ class StageCosts:
     @property
     def placement(self) -> str:
         return schedule.REGISTRY[self.schedule].placement
+
+    @property
+    def dp_label(self) -> str:
+        """What the gradient reduction is called on the timeline."""
+        return "DP gradient reduce-scatter" if self.param_gather_s else "DP gradient all-reduce"
+
+    @cached_property
+    def step_s(self) -> tuple[float, ...]:
+        """What follows the gradient barrier on each stage: the optimizer step and the exposed
+        parameter all-gather; the iteration ends with the slowest."""
+        gather = self.param_gather_s or (0.0,) * self.p
+        return tuple(o + g for o, g in zip(self.optimizer_s, gather, strict=True))
 
     @cached_property
     def last_stage(self) -> int:
@@ -130,7 +148,11 @@ DIRECT = Parts(layer=_direct_layer, ends=_direct_ends)
 
 
 def chunk_costs(
-    w: Workload, lt: LayerTime, ends: tuple[float, ...], rest: LayerTime | None = None
+    w: Workload,
+    lt: LayerTime,
+    ends: tuple[float, ...],
+    rest: LayerTime | None = None,
+    sharded: fsdp.LayerComm | None = None,
 ) -> tuple[ChunkCost, ...]:
     """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
     layer on the last (middle chunks are one shared object where they are alike). `rest` is the
@@ -168,6 +190,10 @@ def chunk_costs(
             )
         )
         first, final = vs == 0, vs == last
+        f_fsdp, b_fsdp = (
+            fsdp.exposed_s(sharded, n, lt.forward_s, lt.backward_s) if sharded else (0, 0)
+        )
+        fwd, bwd, i = fwd + f_fsdp, bwd + b_fsdp, i + b_fsdp
         return ChunkCost(
             forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
             backward_s=bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
@@ -181,6 +207,8 @@ def chunk_costs(
             weight_s=wt,
             input_tp_s=i_tp,
             weight_bytes=n * per_layer_for_w,
+            forward_fsdp_s=f_fsdp,
+            backward_fsdp_s=b_fsdp,
         )
 
     if par.recompute_per_stage or par.uneven or (sent and not sent >= set(range(1, last))):
@@ -189,9 +217,35 @@ def chunk_costs(
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
 
 
-def gradient_buckets(params: float, bucket_mb: float) -> int:
-    """fp32 gradient buckets of bucket_mb MB holding a stage's parameters."""
-    return max(1, math.ceil(BYTES_FP32 * params / (bucket_mb * 1e6)))
+MIN_BUCKET_PARAMS = 40_000_000
+"""Megatron-LM training.py: `bucket_size = max(40000000, 1000000 * dp_size)` parameters, dp_size
+counting the context-parallel ranks."""
+
+
+def gradient_buckets(params: float, par, stage: int) -> int:
+    """Buckets a stage's gradients are reduced in (Megatron-Core r0.13
+    distributed_data_parallel.py): one per model chunk, unless the reduction overlaps backward,
+    on the first stage, whose first chunk is cut into buckets of bucket_params (the others'
+    reduction is off the critical path, their backward ending earlier)."""
+    if not par.overlap_grad_reduce or stage != 0:
+        return par.chunks
+    size = par.bucket_params or max(MIN_BUCKET_PARAMS, 1_000_000 * par.dp * par.cp)
+    return par.chunks - 1 + max(1, math.ceil(params / par.chunks / size))
+
+
+def param_gather_exposed_s(
+    gather_s: float, buckets: int, overlap: bool, forward_s: float, fill_s: float
+) -> float:
+    """The part of the parameter all-gather a stage waits for. Not overlapped: all of it, after
+    the step. Overlapped (Megatron-Core --overlap-param-gather): the first bucket is issued by
+    the next forward's pre-hook and waited for; each later one is prefetched while the one
+    before is used, so only what the forward before it cannot cover (forward_s: the stage's
+    forward work before its last bucket is needed) shows, less the pipeline fill a later stage
+    waits anyway (fill_s)."""
+    if not overlap or gather_s <= 0:
+        return gather_s
+    first = gather_s / buckets
+    return max(0.0, first + max(0.0, gather_s - first - forward_s) - fill_s)
 
 
 def gradients_done_s(
@@ -234,21 +288,44 @@ def stage_costs(
         )
     ends = parts.ends(w, cost, lay)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
+    sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
+    chunks = chunk_costs(w, lt, ends, rest, sharded)
     costs = StageCosts(
         p=p,
         v=par.chunks,
         m=w.microbatches,
-        chunks=chunk_costs(w, lt, ends, rest),
+        chunks=chunks,
         p2p_s=ends[4] if p > 1 else 0.0,
-        dp_s=by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
+        dp_s=(0.0,) * p  # FSDP reduces each layer's gradients as its backward ends
+        if par.fsdp
+        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
         overlap_dp=par.overlap_grad_reduce,
-        dp_buckets=tuple(gradient_buckets(n, par.dp_bucket_mb) for n in params),
+        dp_buckets=tuple(gradient_buckets(n, par, s) for s, n in enumerate(params)),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
+        param_gather_s=_param_gather(w, cost, lay, params, chunks)
+        if par.distributed_optimizer
+        else (),
         schedule=par.schedule,
         alike_stages=not (par.recompute_per_stage or par.uneven),
     )
     return costs, lt, params
+
+
+def _param_gather(w: Workload, cost: CostModel, lay: Layout, params, chunks) -> tuple:
+    """param_gather_exposed_s for each stage: the forward before the last bucket is one chunk's
+    (v = 1), or the warm-up's p forwards of the chunk before (interleaved); the fill is the
+    forwards and sends of the stages before."""
+    par, p = w.parallel, w.parallel.pp
+    fill, out = 0.0, []
+    for s in range(p):
+        vs = schedule.virtual_stage(p, s, 0, par.placement)
+        forward = chunks[vs].forward_s * (1 if par.chunks == 1 else min(p, w.microbatches))
+        gather = st.param_gather_s(w, cost, lay, params[s])
+        buckets = gradient_buckets(params[s], par, s)
+        out.append(param_gather_exposed_s(gather, buckets, par.overlap_param_gather, forward, fill))
+        fill += chunks[vs].forward_s + (st.p2p_s(w, cost, lay) if p > 1 else 0.0)
+    return tuple(out)
 
 
 def by_stage(p: int, value) -> tuple:

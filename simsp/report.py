@@ -103,6 +103,12 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
     return "\n".join(lines)
 
 
+PASS_FSDP = {
+    "forward": "forward_fsdp_s",
+    "backward": "backward_fsdp_s",
+    "backward_input": "backward_fsdp_s",
+}
+"""Span kinds of the pipeline passes holding FSDP waits, and the ChunkCost field of them."""
 PASS_TP = {
     "forward": "forward_tp_s",
     "backward": "backward_tp_s",
@@ -164,7 +170,15 @@ class Result:
             )
             for s in passes
         )
-        compute = sum(s.dur_s for s in passes) - tp
+        sharded = sum(
+            getattr(
+                plan.chunks[virtual_stage(plan.p, stage, s.chunk, plan.placement)],
+                PASS_FSDP[s.kind],
+            )
+            for s in passes
+            if s.kind in PASS_FSDP
+        )
+        compute = sum(s.dur_s for s in passes) - tp - sharded
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
         busy_end = max(
             (
@@ -174,15 +188,17 @@ class Result:
             ),
             default=0.0,
         )
-        dp = self.sim.stage_done_s[stage] - busy_end
+        gather = self.plan.step_s[stage] - self.plan.optimizer_s[stage]
+        dp = self.sim.stage_done_s[stage] - busy_end + gather
         opt = self.plan.optimizer_s[stage]
-        bubble = self.iteration_time_s - (compute + tp + pp + dp + opt)
+        bubble = self.iteration_time_s - (compute + tp + sharded + pp + dp + opt)
         return {
             "stage": stage,
             "compute_s": compute,
             "tp_comm_s": tp,
             "pp_comm_s": pp,
             "dp_comm_s": dp,
+            "fsdp_comm_s": sharded,
             "bubble_s": bubble,
             "optimizer_s": opt,
         }
@@ -229,14 +245,17 @@ def run_summary(r: Result) -> str:
     """Readable summary of a run."""
     d = r.to_dict()
     br = d["breakdown"]
+    layer_comm = "TP/CP" if r.workload.parallel.cp > 1 else "TP"  # the ring's wait is a layer's
     lines = [
         describe(r.workload, r.hardware),
         f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
         f"{d['tokens_per_s']:,.0f} tokens/s",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
-        f"stage 0: compute {br['compute_s']:.3f} s, TP comm {br['tp_comm_s']:.3f} s, PP comm "
-        f"{br['pp_comm_s']:.3f} s, DP comm {br['dp_comm_s']:.3f} s, bubble {br['bubble_s']:.3f} s, "
+        f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
+        f"PP comm {br['pp_comm_s']:.3f} s, DP comm {br['dp_comm_s']:.3f} s, "
+        + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
+        + f"bubble {br['bubble_s']:.3f} s, "
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",

@@ -108,11 +108,19 @@ def _rules(w: Workload):
     )
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
     yield from _context_rules(w)
+    yield from _fsdp_rules(w)
     yield (
         "parallel.sequence_parallel",
         p.sequence_parallel,
         not p.sequence_parallel or m.seq_len % (p.tp * p.cp) == 0,
         f"needs tp x cp ({p.tp} x {p.cp}) to divide seq_len ({m.seq_len})",
+    )
+    yield (
+        "parallel.tp_comm_overlap",
+        p.tp_comm_overlap,
+        not p.tp_comm_overlap or p.tp == 1 or p.sequence_parallel,
+        "needs sequence_parallel when tp > 1 (Megatron-LM arguments.py: TP comm/GEMM overlap "
+        "happens only with sequence parallelism)",
     )
     yield (
         "parallel.virtual_stages",
@@ -189,6 +197,24 @@ def _context_rules(w: Workload):
         p.cp_comm_type,
         p.cp_comm_type != "a2a" or (m.groups // p.tp) % p.cp == 0,
         f"a2a needs cp ({p.cp}) to divide the key/value heads of a TP rank ({m.groups // p.tp})",
+    )
+
+
+def _fsdp_rules(w: Workload):
+    """(key, value, holds, rule) for fully sharded data parallelism."""
+    p = w.parallel
+    ranks = p.dp * p.cp
+    yield (
+        "parallel.fsdp",
+        p.fsdp,
+        not (p.fsdp and p.distributed_optimizer),
+        "cannot be combined with distributed_optimizer (FSDP shards the optimizer itself)",
+    )
+    yield (
+        "parallel.fsdp_shard",
+        p.fsdp_shard,
+        p.fsdp_shard == 0 or (p.fsdp and ranks % p.fsdp_shard == 0),
+        f"needs fsdp and must divide dp x cp ({p.dp} x {p.cp})",
     )
 
 

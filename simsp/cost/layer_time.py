@@ -5,8 +5,13 @@ forward does. Backward runs it in reverse: each linear layer's data-gradient GEM
 weight-gradient GEMM. The collective on the gradient of a column-parallel layer's input runs
 alongside that layer's weight-gradient GEMM (Megatron's async TP all-reduce, paper §6.2); under
 SP the all-gather of the saved sequence-sharded input runs alongside the data-gradient GEMM
-(paper §4.2.2). An entry's `seconds` is what it adds to the critical path, so the entries of a
-pass sum to the pass exactly; `busy_s` is how long it occupies its stream.
+(paper §4.2.2). With tp_comm_overlap (Transformer Engine's userbuffers) the collectives that
+block the stream overlap the GEMM beside them instead: the all-gather before a column-parallel
+GEMM and the all-gather of a row-parallel layer's output gradient by ring exchange
+(`split_overlap_ag_s`), the reduce-scatter after a row-parallel GEMM pipelined with it
+(`split_overlap_rs_s`); the backward's other two are the bulk overlaps above. An entry's
+`seconds` is what it adds to the critical path, so the entries of a pass sum to the pass exactly;
+`busy_s` is how long it occupies its stream.
 """
 
 import dataclasses
@@ -20,6 +25,38 @@ from simsp.layout import Placement
 from simsp.parallel import ParallelSpec
 
 PHASES = ("forward", "recompute", "backward", "input", "weight")
+RS_SPLITS = 4
+"""GEMM chunks of a pipelined reduce-scatter overlap (TE 2.5 module/base.py
+get_default_config: num_splits 4 for the pipeline method)."""
+
+
+def split_overlap_ag_s(gemm_s: float, comm_s: float, t: int) -> float:
+    """Exposed seconds of an all-gather overlapped with the GEMM that consumes it by ring
+    exchange (TE 2.5 comm_gemm_overlap.cpp CommOverlapP2PBase::split_overlap_ag): the GEMM is
+    split into t chunks (num_splits = tp size); while it computes on the chunk a rank holds, that
+    chunk goes to the next rank and the next one comes from the previous: t - 1 transfers of 1/t
+    of the gathered input each, on copy engines (use_ce, so the GEMM keeps all its SMs). Each of
+    the first t - 1 steps lasts the longer of a GEMM chunk (g/t) and a transfer (c/(t - 1), c the
+    whole all-gather's time), the last chunk computes alone: the pair takes
+    g/t + (t - 1) max(g/t, c/(t - 1)), of which (t - 1) max(0, c/(t - 1) - g/t) exceeds the GEMM."""
+    if t < 2:
+        return comm_s
+    return (t - 1) * max(0.0, comm_s / (t - 1) - gemm_s / t)
+
+
+def split_overlap_rs_s(
+    gemm_s: float, comm_s: float, splits: int = RS_SPLITS, sm_share: float = 0.0
+) -> tuple[float, float]:
+    """(GEMM seconds, exposed seconds) of a GEMM whose output is reduce-scattered by the
+    pipeline method (TE 2.5 comm_gemm_overlap.cpp CommOverlapBase::split_overlap_rs): the GEMM
+    is split into n = `splits` chunks along its output features; the reduce-scatter of chunk
+    i - 1, an SM kernel on the comm stream, runs while GEMM chunk i computes, and the last
+    chunk's goes alone. With set_sm_margin (the default for this method) every GEMM chunk runs on
+    the SMs the kernel leaves, so the GEMM takes g' = g / (1 - u) with u = `sm_share`. A
+    two-stage pipeline of equal chunks: g'/n + (n - 1) max(g'/n, c/n) + c/n, of which
+    (n - 1) max(0, c/n - g'/n) + c/n exceeds g'."""
+    g, c = gemm_s / (1 - sm_share), comm_s / splits
+    return g, (splits - 1) * max(0.0, c - g / splits) + c
 
 
 @dataclass(frozen=True)
@@ -160,8 +197,54 @@ class _Pass:
     def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
         return Entry(name, phase, kind, "compute", timed.seconds, timed.seconds, timed.source)
 
-    def forward(self, op: Op, phase: str) -> list[Entry]:
+    def userbuffers(self, comm_op: Op | None, collective, gemm_op: Op | None) -> bool:
+        """Whether Transformer Engine overlaps this collective with that neighbouring GEMM
+        (tp_comm_overlap): SP's all-gathers and reduce-scatters beside a TP linear layer, over a
+        group inside one node (userbuffers' copy-engine sends assert an intra-node peer,
+        userbuffers.cu); anything else stays a plain NCCL collective."""
+        return (
+            self.par.tp_comm_overlap
+            and comm_op is not None
+            and comm_op.kind == "comm"
+            and collective is not None
+            and collective.op in ("all_gather", "reduce_scatter")
+            and gemm_op is not None
+            and gemm_op.kind == "gemm"
+            and self.place.group(collective.group).nodes == 1
+        )
+
+    def ring_exchange(
+        self, name: str, phase: str, gemm: Timed, comm_op: Op, collective
+    ) -> list[Entry]:
+        """An all-gather and the GEMM that consumes it, by ring exchange (split_overlap_ag_s)."""
+        comm = self.comm(comm_op, collective, phase)
+        t = self.place.group(collective.group).size
+        exposed = split_overlap_ag_s(gemm.seconds, comm.busy_s, t)
+        return [
+            dataclasses.replace(comm, seconds=exposed),
+            Entry(name, phase, "gemm", "compute", gemm.seconds, gemm.seconds, gemm.source),
+        ]
+
+    def pipelined_rs(
+        self, name: str, phase: str, gemm: Timed, comm_op: Op, collective
+    ) -> list[Entry]:
+        """A GEMM and the reduce-scatter of its output, pipelined (split_overlap_rs_s)."""
+        comm = self.comm(comm_op, collective, phase)
+        u = self.cost.hw.calibration.collective_sm_share
+        gemm_s, exposed = split_overlap_rs_s(gemm.seconds, comm.busy_s, RS_SPLITS, u)
+        return [
+            Entry(name, phase, "gemm", "compute", gemm_s, gemm_s, gemm.source),
+            dataclasses.replace(comm, seconds=exposed),
+        ]
+
+    def forward(
+        self, op: Op, phase: str, before: Op | None = None, after: Op | None = None
+    ) -> list[Entry]:
+        """One op's forward; `before` and `after` are its neighbours in the op list, for the
+        collectives tp_comm_overlap prices together with their GEMM."""
         if op.kind == "comm":
+            if self.userbuffers(op, op.fwd_comm, after if op.overlaps_wgrad else before):
+                return []  # with its GEMM
             return [self.comm(op, op.fwd_comm, phase)] if op.fwd_comm else []
         if not op.fwd_bytes and not op.gemm and not op.attention:
             return []  # backward-only op
@@ -172,16 +255,30 @@ class _Pass:
             timed = cm.flash_attention(op.attention)
         else:
             timed = cm.gemm(op.gemm, FORWARD) if op.gemm else cm.memory_bound(op.fwd_bytes, op.kind)
+        if (
+            before is not None
+            and before.overlaps_wgrad
+            and self.userbuffers(before, before.fwd_comm, op)
+        ):
+            return self.ring_exchange(op.name, phase, timed, before, before.fwd_comm)
+        if (
+            after is not None
+            and not after.overlaps_wgrad
+            and self.userbuffers(after, after.fwd_comm, op)
+        ):
+            return self.pipelined_rs(op.name, phase, timed, after, after.fwd_comm)
         return [self.compute(op.name, phase, op.kind, timed)]
 
-    def backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
+    def backward(self, op: Op, before: Op | None = None, after: Op | None = None) -> list[Entry]:
+        """One op's backward; `before` and `after` are its neighbours in the op list: a
+        collective before a linear layer is its entry, one after it its exit."""
         cm = self.cost.compute
         if op.kind == "comm":
-            return (
-                [self.comm(op, op.bwd_comm, "backward")]
-                if op.bwd_comm and not op.overlaps_wgrad
-                else []
-            )
+            if not op.bwd_comm or op.overlaps_wgrad:
+                return []
+            if self.userbuffers(op, op.bwd_comm, before):
+                return []  # with the dgrad before it
+            return [self.comm(op, op.bwd_comm, "backward")]
         if op.attention and op.attention.ring:
             return self.ring_attention(op, "backward", backward=True)
         if op.attention:
@@ -206,37 +303,39 @@ class _Pass:
                     cm.memory_bound(op.bwd_bytes, op.kind, backward=True),
                 )
             ]
-        return self._linear_backward(op, entry_comm)
+        entry_comm = before if before is not None and before.kind == "comm" else None
+        exit_comm = (
+            after if after is not None and self.userbuffers(after, after.bwd_comm, op) else None
+        )
+        return self._linear_backward(op, entry_comm, exit_comm)
 
-    def _linear_backward(self, op: Op, entry_comm: Op | None) -> list[Entry]:
+    def _linear_backward(self, op: Op, entry_comm: Op | None, exit_comm: Op | None) -> list[Entry]:
         """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient
         collective. With the weight gradient deferred (a W pass of its own), nothing hides the
-        collective: the input-gradient pass waits for all of it, and the wgrad runs alone later."""
+        collective: the input-gradient pass waits for all of it, and the wgrad runs alone later.
+        `exit_comm`, with tp_comm_overlap only: the collective after the layer, whose backward
+        all-gather of the output gradient runs by ring exchange with the dgrad (TE 2.5's
+        proj_dgrad / fc2_dgrad); the bulk overlaps of the entry collective are the ones above."""
         (dg, dl), (wg, wl) = gemm_grad_shapes(op.gemm)
         dgrad = self.cost.compute.gemm(dg, dl)
         wgrad = self.cost.compute.gemm(wg, wl)
         overlapped = (
             entry_comm is not None and entry_comm.bwd_comm is not None and entry_comm.overlaps_wgrad
         )
+        dname = op.name + " dgrad"
+        if exit_comm is not None:
+            out = self.ring_exchange(dname, "backward", dgrad, exit_comm, exit_comm.bwd_comm)
+        elif overlapped and entry_comm.fwd_comm is not None:
+            # SP: re-gather the sequence-sharded saved input
+            out = self.overlap(dname, dgrad, entry_comm, entry_comm.fwd_comm)
+        else:
+            out = [self.compute(dname, "backward", "gemm", dgrad)]
         if self.deferred_wgrad:
-            out = []
-            if overlapped and entry_comm.fwd_comm is not None:
-                out += self.overlap(op.name + " dgrad", dgrad, entry_comm, entry_comm.fwd_comm)
-            else:
-                out.append(self.compute(op.name + " dgrad", "backward", "gemm", dgrad))
             if overlapped:
                 out.append(self.comm(entry_comm, entry_comm.bwd_comm, "backward"))
             return out + [self.compute(op.name + " wgrad", "weight", "gemm", wgrad)]
         if not overlapped:
-            return [
-                self.compute(op.name + " dgrad", "backward", "gemm", dgrad),
-                self.compute(op.name + " wgrad", "backward", "gemm", wgrad),
-            ]
-        out = []
-        if entry_comm.fwd_comm is not None:  # SP: re-gather the sequence-sharded saved input
-            out += self.overlap(op.name + " dgrad", dgrad, entry_comm, entry_comm.fwd_comm)
-        else:
-            out.append(self.compute(op.name + " dgrad", "backward", "gemm", dgrad))
+            return out + [self.compute(op.name + " wgrad", "backward", "gemm", wgrad)]
         return out + self.overlap(op.name + " wgrad", wgrad, entry_comm, entry_comm.bwd_comm)
 
     def overlap(self, name: str, gemm: Timed, comm_op: Op, collective) -> list[Entry]:
@@ -287,17 +386,17 @@ def layer_time(
     """Forward, recompute and backward entries of one layer for one microbatch; `place` holds
     the groups its collectives run over (layout.LAYER_GROUPS)."""
     p = _Pass(cost, parallel, place)
-    entries = [e for op in ops for e in p.forward(op, "forward")]
+    entries = _forward(ops, p, "forward")
     rerun = (
         ops
         if parallel.recompute == "full"
-        else [o for o in ops if o.selective]
+        else tuple(o for o in ops if o.selective)
         if parallel.recompute == "selective"
-        else []
+        else ()
     )
     host_f, host_b = (us * 1e-6 for us in host_us(cost.hw.calibration, parallel.recompute))
     entries += _host_wait(entries, ("forward",), host_f)
-    recompute = [e for op in rerun for e in p.forward(op, "recompute")]
+    recompute = _forward(rerun, p, "recompute")
     backward = recompute + _backward(ops, p)
     backward += _host_wait(backward, ("recompute", "backward"), host_b)
     split = _backward(ops, _Pass(cost, parallel, place, deferred_wgrad=True))
@@ -308,10 +407,19 @@ def layer_time(
     return LayerTime(tuple(entries + backward), tuple(split))
 
 
+def _neighbours(ops: tuple[Op, ...], i: int) -> tuple[Op | None, Op | None]:
+    """The ops before and after ops[i], None past either end."""
+    return (ops[i - 1] if i > 0 else None, ops[i + 1] if i + 1 < len(ops) else None)
+
+
+def _forward(ops: tuple[Op, ...], p: _Pass, phase: str) -> list[Entry]:
+    """The forward (or recompute) entries of the ops, in order."""
+    return [e for i, op in enumerate(ops) for e in p.forward(op, phase, *_neighbours(ops, i))]
+
+
 def _backward(ops: tuple[Op, ...], p: _Pass) -> list[Entry]:
     """The backward entries of the ops, last op first."""
     out = []
     for i in range(len(ops) - 1, -1, -1):
-        before = ops[i - 1] if i > 0 and ops[i - 1].kind == "comm" else None
-        out += p.backward(ops[i], before)
+        out += p.backward(ops[i], *_neighbours(ops, i))
     return out

@@ -114,12 +114,26 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     return fwd, bwd
 
 
+def grad_bytes(w: Workload) -> float:
+    """Bytes of one parameter's gradient as it is reduced (parallel.grad_reduce_in_fp32)."""
+    return BYTES_FP32 if w.parallel.grad_reduce_in_fp32 else BYTES_16BIT
+
+
 def dp_allreduce_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> float:
-    """All-reduce of a stage's fp32 gradients over the DP group, its CP peers included
-    (Megatron all-reduces main_grad over dp x cp)."""
-    return cost.network.group_s(
-        "all_reduce", BYTES_FP32 * params, lay.group("-".join(GRADIENT_GROUP))
-    )
+    """A stage's gradient reduction over the DP group, its CP peers included (Megatron-Core DDP
+    reduces main_grad over dp x cp): an all-reduce, or with the distributed optimizer a
+    reduce-scatter, each rank keeping the shard it updates."""
+    op = "reduce_scatter" if w.parallel.distributed_optimizer else "all_reduce"
+    return cost.network.group_s(op, grad_bytes(w) * params, lay.group("-".join(GRADIENT_GROUP)))
+
+
+def param_gather_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> float:
+    """With the distributed optimizer, the all-gather of a stage's updated 16-bit parameters
+    from the shards each rank stepped (Megatron-Core `start_param_sync`); 0 without it."""
+    if not w.parallel.distributed_optimizer:
+        return 0.0
+    group = lay.group("-".join(GRADIENT_GROUP))
+    return cost.network.group_s("all_gather", BYTES_16BIT * params, group)
 
 
 def embedding_sync_s(w: Workload, cost: CostModel) -> float:
@@ -136,6 +150,8 @@ def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
     one."""
     params = stage_params(w.model, w.parallel, stage)
     shard = params / w.parallel.optimizer_shards
+    if w.parallel.fsdp:  # gradients arrive sharded: every pass is over the shard
+        params = shard
     mb = cost.compute.memory_bound
     step = mb(GRAD_AVERAGE_BYTES * params + STEP_OTHER_BYTES * shard).seconds
     return step + mb(ADAM_BYTES * shard, "adam").seconds

@@ -6,27 +6,25 @@ from simsp.model import ModelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
 
 
-def layer_input(model: ModelSpec, micro_batch: int) -> Saved:
+def layer_input(model: ModelSpec, micro_batch: int, cp: int = 1) -> Saved:
     """What full recompute keeps per layer: its input, 2sbh (paper §5; sequence-sharded under
-    SP)."""
-    return Saved("layer input", BYTES_16BIT * model.seq_len * micro_batch * model.hidden, "sp")
+    SP), of the s/c tokens a context-parallel rank holds."""
+    s = model.seq_len // cp
+    return Saved("layer input", BYTES_16BIT * s * micro_batch * model.hidden, "sp")
 
 
-def embedding_saves(model: ModelSpec, micro_batch: int) -> tuple[Saved, ...]:
+def embedding_saves(model: ModelSpec, micro_batch: int, cp: int = 1) -> tuple[Saved, ...]:
     """First stage, per microbatch: the embedding dropout mask, sbh (paper §4.3), if dropout."""
     if model.dropout <= 0:
         return ()
-    return (
-        Saved(
-            "embedding dropout mask", BYTES_MASK * model.seq_len * micro_batch * model.hidden, "sp"
-        ),
-    )
+    sbh = model.seq_len // cp * micro_batch * model.hidden
+    return (Saved("embedding dropout mask", BYTES_MASK * sbh, "sp"),)
 
 
-def output_saves(model: ModelSpec, tp: int, micro_batch: int) -> tuple[Saved, ...]:
+def output_saves(model: ModelSpec, tp: int, micro_batch: int, cp: int = 1) -> tuple[Saved, ...]:
     """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, fp32 logits
-    4sbv (§4.3)."""
-    sb = model.seq_len * micro_batch
+    4sbv (§4.3), of the s/c tokens a context-parallel rank holds."""
+    sb = model.seq_len // cp * micro_batch
     return (
         Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
         Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),

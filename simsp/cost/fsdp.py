@@ -1,0 +1,90 @@
+"""Fully sharded data parallelism (ZeRO-3) as PyTorch FSDP2 runs it under torchtitan: the
+per-layer parameter all-gathers and gradient reduce-scatters, and what they expose.
+
+Each transformer layer is one FSDP unit. Forward all-gathers a layer's 16-bit parameters
+(torchtitan's `mixed_precision_param = bfloat16`) while the layer before computes (FSDP2's
+implicit forward prefetch), so the first layer of a chunk waits for its whole gather and each
+later one for what the previous layer's forward does not cover. Backward gathers the
+parameters again (`reshard_after_forward`, torchtitan's default without pipelining; with
+pipelining torchtitan keeps them gathered, so backward gathers nothing) and reduce-scatters each
+layer's gradients in fp32 (`mixed_precision_reduce = float32`), both alongside the next layer's
+backward; the last reduce-scatter of a chunk is exposed. With hybrid sharding the reduce-scatter
+is followed by an all-reduce over the replicas of the shard. FSDP2 does this every microbatch
+(torchtitan does not skip gradient sync under gradient accumulation). Sources: torchtitan
+docs/fsdp.md and parallelize.py @a3104201, torch.distributed.fsdp._fully_shard (research notes in
+the commit introducing this module).
+"""
+
+from dataclasses import dataclass
+
+from simsp.layout import GRADIENT_GROUP, Group, Layout
+from simsp.params import layer_params_per_rank
+from simsp.units import BYTES_16BIT, BYTES_FP32
+from simsp.workload import Workload
+
+
+@dataclass(frozen=True)
+class LayerComm:
+    """One layer's FSDP collectives, seconds on one rank."""
+
+    gather_s: float
+    """All-gather of its 16-bit parameters (once before forward, again before backward)."""
+    reduce_s: float
+    """Reduce-scatter of its fp32 gradients (and the replica all-reduce with HSDP)."""
+    backward_gathers: bool
+    """Whether backward gathers again (resharded after forward: no pipelining)."""
+
+
+def shard_groups(w: Workload, lay: Layout) -> tuple[Group, Group | None]:
+    """(shard group, replica group or None): all of dp x cp, or with fsdp_shard the first
+    fsdp_shard of them (contiguous ranks, torchtitan's dp_shard mesh dimension inside
+    dp_replicate) and the replicas across."""
+    full = lay.group("-".join(GRADIENT_GROUP))
+    shard = w.parallel.fsdp_shard or full.size
+    if shard == full.size:
+        return full, None
+    on_node = min(shard, full.ranks_per_node)
+    replicas = full.size // shard
+    return Group("fsdp", shard, on_node), Group(
+        "fsdp-replica", replicas, max(1, full.ranks_per_node // on_node)
+    )
+
+
+def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
+    """The collectives of one layer's parameters on one TP rank."""
+    params = layer_params_per_rank(w.model, w.parallel.tp)
+    shard, replica = shard_groups(w, lay)
+    net = cost.network
+    gather = net.group_s("all_gather", BYTES_16BIT * params, shard)
+    reduce = net.group_s("reduce_scatter", BYTES_FP32 * params, shard)
+    if replica is not None:
+        reduce += net.group_s("all_reduce", BYTES_FP32 * params / shard.size, replica)
+    return LayerComm(gather, reduce, backward_gathers=w.parallel.pp == 1)
+
+
+def exposed_s(comm: LayerComm, layers: int, forward_s: float, backward_s: float):
+    """(forward, backward) seconds a chunk of `layers` layers waits for FSDP, one microbatch:
+    the first gather whole, then what each layer's compute does not hide of the next one's
+    collectives, and the last reduce-scatter whole."""
+    if layers <= 0:
+        return 0.0, 0.0
+    fwd = comm.gather_s + (layers - 1) * max(0.0, comm.gather_s - forward_s)
+    gather_b = comm.gather_s if comm.backward_gathers else 0.0
+    bwd = gather_b + (layers - 1) * max(0.0, gather_b + comm.reduce_s - backward_s)
+    return fwd, bwd + comm.reduce_s
+
+
+def in_flight_bytes(w: Workload, stage_params: float) -> float:
+    """Unsharded buffers one rank holds at its peak: with resharding, two layers' gathered
+    16-bit parameters (the one computing and the one prefetched) and two layers' fp32
+    unsharded gradients (the one reduce-scattering and the one being produced); with pipelining
+    (kept gathered) the whole stage's 16-bit parameters instead of the two layers."""
+    layer = layer_params_per_rank(w.model, w.parallel.tp)
+    gathered = BYTES_16BIT * (2 * layer if w.parallel.pp == 1 else stage_params)
+    return gathered + 2 * BYTES_FP32 * layer
+
+
+def weight_bytes_per_param(shards: int) -> float:
+    """Sharded fp32 parameters, fp32 gradients and Adam's two fp32 moments: 16 / shards
+    (torchtitan keeps the model in fp32 and casts for compute)."""
+    return 16.0 / shards

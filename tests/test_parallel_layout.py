@@ -1,0 +1,203 @@
+"""Modern parallelism (#14): the rank layout, context parallelism, uneven stages, the
+distributed optimizer's reduce-scatter and all-gather, and FSDP, each against a formula written
+out from its framework's source or docs."""
+
+import dataclasses
+
+import pytest
+
+from simsp.config import load_hardware, load_workload
+from simsp.cost import cost_model
+from simsp.cost import fsdp as F
+from simsp.cost import layer_time as LT
+from simsp.cost.network import NetworkModel
+from simsp.layer import build_layer
+from simsp.layout import layer_placement, layout
+from simsp.memory import activation_per_layer_bytes, stage_memory
+from simsp.parallel import ParallelSpec
+from simsp.params import layer_params_per_rank, stage_params
+from simsp.plan import gradient_buckets, param_gather_exposed_s
+from simsp.workload import validate
+
+H100 = load_hardware("hardware/dgx-h100.yaml")
+
+
+def _w(name, **par):
+    w = load_workload(f"workloads/{name}.yaml")
+    return validate(dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, **par)), "t")
+
+
+# ------------------------------------------------------------------------------------ layout
+@pytest.mark.parametrize(
+    "par,expect",
+    [
+        # Megatron-Core order tp-cp-ep-dp-pp: rank = tp + t (cp + c (dp + d pp))
+        (ParallelSpec(tp=8, cp=2, dp=4, pp=2), {"tp": 8, "cp": 1, "dp-cp": 1, "pp": 1}),
+        (ParallelSpec(tp=2, cp=2, dp=4, pp=2), {"tp": 2, "cp": 2, "dp-cp": 4, "dp": 2}),
+        (ParallelSpec(tp=4, dp=8), {"tp": 4, "dp": 2, "dp-cp": 2}),
+        # tp-dp first, cp outside the node
+        (ParallelSpec(tp=2, cp=2, dp=4, order="tp-dp-cp-ep-pp"), {"cp": 1, "dp": 4}),
+    ],
+)
+def test_groups_follow_the_rank_order(par, expect):
+    lay = layout(par, 8)
+    for name, on_node in expect.items():
+        group = lay.group(name)
+        assert group.ranks_per_node == on_node, name
+        assert group.size == (par.dp * par.cp if name == "dp-cp" else par.size(name))
+
+
+def test_pipeline_neighbours_share_a_node_only_inside_one():
+    assert layout(ParallelSpec(tp=2, dp=2, pp=4), 8).pp_neighbours_share_node
+    assert not layout(ParallelSpec(tp=2, cp=2, dp=2, pp=4), 8).pp_neighbours_share_node
+
+
+# ---------------------------------------------------------------------- context parallelism
+def _free_comm(monkeypatch):
+    monkeypatch.setattr(NetworkModel, "collective_s", lambda self, *a: 0.0)
+    monkeypatch.setattr(NetworkModel, "p2p_s", lambda self, *a: 0.0)
+
+
+def _layer(w):
+    par = w.parallel
+    ops = build_layer(w.model, par, w.training.micro_batch)
+    return LT.layer_time(ops, cost_model(H100), par, layer_placement(par, 8))
+
+
+def test_cp2_halves_a_layer_with_free_communication(monkeypatch):
+    """Every GEMM has s/c rows and the attention a 1/c share of the causal work: with the
+    collectives free, the layer takes half as long within the GEMM tables' shape effects."""
+    _free_comm(monkeypatch)
+    one, two = _layer(_w("llama-3.1-70b", cp=1)), _layer(_w("llama-3.1-70b", cp=2))
+    assert two.forward_s / one.forward_s == pytest.approx(0.5, rel=0.1)
+    assert two.backward_s / one.backward_s == pytest.approx(0.5, rel=0.1)
+    attention = [e for e in two.entries if e.op == "flash attention" and e.phase == "forward"]
+    whole = [e for e in one.entries if e.op == "flash attention" and e.phase == "forward"]
+    assert attention[0].seconds / whole[0].seconds == pytest.approx(0.5, rel=0.15)
+
+
+@pytest.mark.parametrize("send_s", [1e-7, 5e-3])
+def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
+    """Forward: c - 1 K/V sends, each beside one half-block step; exposed = sum of the
+    shortfalls, 0 when every block outlasts a send."""
+    monkeypatch.setattr(LT._Pass, "collective_s", lambda self, c: send_s)
+    w = _w("llama-3.1-70b", cp=4)
+    lt = _layer(w)
+    compute = next(e for e in lt.entries if e.op == "flash attention" and e.phase == "forward")
+    ring = next(e for e in lt.entries if e.op.endswith("cp ring send-recv"))
+    att = next(op for op in build_layer(w.model, w.parallel, 1) if op.attention).attention
+    cm = cost_model(H100).compute
+    diagonal = cm.flash_attention(LT.Attention(att.batch_heads, att.seq_len, att.head_dim)).seconds
+    half = (compute.seconds - diagonal) / 3
+    expected = max(0.0, send_s - diagonal) + 2 * max(0.0, send_s - half)
+    assert ring.seconds == pytest.approx(expected, abs=1e-15)
+    assert ring.busy_s == pytest.approx(3 * send_s)
+    assert (ring.seconds == 0) == (send_s < min(diagonal, half))
+
+
+def test_cp_divides_activations_and_keeps_weights():
+    one, two = _w("llama-3.1-70b", cp=1), _w("llama-3.1-70b", cp=2)
+    per = [activation_per_layer_bytes(w.model, w.parallel, 1) for w in (one, two)]
+    assert per[1] == pytest.approx(per[0] / 2, rel=1e-12)
+    assert stage_params(one.model, one.parallel, 0) == stage_params(two.model, two.parallel, 0)
+
+
+def test_cp_rules_are_one_line_errors(tmp_path):
+    from simsp.errors import InputError
+
+    with pytest.raises(InputError, match="2 x cp"):
+        _w("llama-3.1-70b", cp=3)
+    with pytest.raises(InputError, match="attention: flash"):
+        w = load_workload("workloads/gpt3-175b.yaml")
+        validate(dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, cp=2)), "t")
+
+
+def test_llama_70b_tp8_cp2_pp4_memory_per_megatron_core():
+    """Megatron-Core docs/source/api-guide/dist_optimizer.md: bf16 parameters with fp32 gradients
+    take 6 + 12/d bytes a parameter with the distributed optimizer, d the data-parallel ranks the
+    optimizer shards over, which include the context-parallel ones (DDP's
+    `get_data_parallel_group(with_context_parallel=True)`). Activations: Megatron-Core splits
+    every sequence over the CP ranks (get_batch_on_this_cp_rank), so a layer keeps what it keeps
+    without CP, halved."""
+    w = _w("llama-3.1-70b", tp=8, cp=2, pp=4, dp=1, schedule="1f1b", virtual_stages=1)
+    m, par = w.model, w.parallel
+    layers = m.layers // par.pp
+    embedding = m.padded_vocab(8) * m.hidden / 8
+    params = layers * layer_params_per_rank(m, 8) + embedding
+    assert stage_memory(w, 0).weights_and_optimizer_bytes == pytest.approx(
+        params * (6 + 12 / (par.dp * par.cp)), rel=1e-12
+    )
+    no_cp = dataclasses.replace(par, cp=1)
+    per_layer = activation_per_layer_bytes(m, no_cp, 1) / 2
+    in_flight = par.pp  # 1F1B's first stage holds p microbatches (PipeDream-flush)
+    assert stage_memory(w, 0).activation_bytes == pytest.approx(
+        in_flight * layers * per_layer, rel=1e-12
+    )
+
+
+# ----------------------------------------------------------------------------- uneven stages
+def test_account_for_embedding_and_loss_split_like_megatron():
+    """Megatron-Core r0.13 get_num_layers_to_build: (L + 2) / (p v) slots a chunk, the first
+    chunk and the last one a layer fewer (Llama-3.1-405B: 126 layers, 8 x 8 chunks of 2)."""
+    w = load_workload("workloads/llama-3.1-405b.yaml")
+    counts = w.chunk_layers
+    assert len(counts) == 64 and sum(counts) == 126
+    assert counts[0] == counts[-1] == 1 and set(counts[1:-1]) == {2}
+    assert w.stage_layers(0) == w.stage_layers(7) == 15 and w.stage_layers(3) == 16
+
+
+def test_first_and_last_stage_layers():
+    """--decoder-first-pipeline-num-layers 14: the three stages left share 66 layers equally."""
+    w = _w("llama-3.1-70b", pp=4, dp=4, schedule="1f1b", virtual_stages=1, first_stage_layers=14)
+    m, t = w.model, w.parallel.tp
+    assert w.chunk_layers == (14, 22, 22, 22)
+    embedding = m.padded_vocab(t) * m.hidden / t
+    assert stage_params(m, w.parallel, 0) == 14 * layer_params_per_rank(m, t) + embedding
+    assert stage_params(m, w.parallel, 1) == 22 * layer_params_per_rank(m, t)
+    from simsp.errors import InputError
+
+    with pytest.raises(InputError, match="divide into the other 3 stages"):
+        _w("llama-3.1-70b", pp=4, dp=4, schedule="1f1b", virtual_stages=1, first_stage_layers=15)
+
+
+# ------------------------------------------------------------------ distributed optimizer
+def test_megatron_bucket_rules():
+    """Megatron-Core: one bucket per chunk unless the reduction overlaps backward on the first
+    stage; there max(40M, 1M d c) parameters a bucket."""
+    par = ParallelSpec(dp=64, cp=2, overlap_grad_reduce=True)
+    assert gradient_buckets(1e9, par, 0) == 8  # 128M-parameter buckets
+    assert gradient_buckets(1e9, par, 1) == 1
+    assert gradient_buckets(1e9, dataclasses.replace(par, overlap_grad_reduce=False), 0) == 1
+
+
+def test_param_gather_overlap():
+    assert param_gather_exposed_s(1.0, 4, False, 10.0, 0.0) == 1.0
+    assert param_gather_exposed_s(1.0, 4, True, 10.0, 0.0) == 0.25  # the first bucket
+    assert param_gather_exposed_s(1.0, 4, True, 0.5, 0.0) == 0.5  # 0.25 + (0.75 - 0.5)
+    assert param_gather_exposed_s(1.0, 4, True, 10.0, 1.0) == 0.0  # hidden by the fill
+
+
+# ------------------------------------------------------------------------------------- FSDP
+def test_llama_8b_fsdp_64_gpus_memory_per_torchtitan():
+    """torchtitan FSDP2 (docs/fsdp.md; mixed precision param bf16, reduce fp32): the model is
+    kept in fp32 and sharded, so parameters, gradients and Adam's two moments are 16 bytes a
+    parameter over the 64 shards; in flight, two layers' gathered bf16 parameters and two
+    layers' unsharded fp32 gradients."""
+    w = _w("llama-3.1-8b", cp=1, dp=64, fsdp=True, distributed_optimizer=False)
+    m = w.model
+    params = m.layers * layer_params_per_rank(m, 1) + 2 * m.padded_vocab(1) * m.hidden + m.hidden
+    layer = layer_params_per_rank(m, 1)
+    expected = params * 16 / 64 + 2 * 2 * layer + 2 * 4 * layer
+    assert stage_memory(w, 0).weights_and_optimizer_bytes == pytest.approx(expected, rel=1e-12)
+
+
+def test_fsdp_exposure():
+    comm = F.LayerComm(gather_s=1.0, reduce_s=2.0, backward_gathers=True)
+    assert F.exposed_s(comm, 4, forward_s=5.0, backward_s=5.0) == (1.0, 3.0)
+    assert F.exposed_s(comm, 4, forward_s=0.5, backward_s=2.0) == (1.0 + 3 * 0.5, 1 + 3 * 1 + 2)
+
+
+def test_hsdp_shards_inside_a_node():
+    w = _w("llama-3.1-8b", cp=1, dp=64, fsdp=True, distributed_optimizer=False, fsdp_shard=8)
+    shard, replica = F.shard_groups(w, layout(w.parallel, 8))
+    assert (shard.size, shard.ranks_per_node, replica.size, replica.ranks_per_node) == (8, 8, 8, 1)
