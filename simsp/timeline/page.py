@@ -88,7 +88,7 @@ def _title(result, view: View) -> dict:
 
     w, hw = result.workload, result.hardware
     head = (
-        f"<b>{w.name} on {hw.name}</b> — iteration {result.iteration_time_s:.3f} s, MFU "
+        f"<b>{html_module.escape(w.name)} on {html_module.escape(hw.name)}</b> — iteration {result.iteration_time_s:.3f} s, MFU "
         f"{result.mfu():.1%}, peak HBM {result.memory.peak_bytes / GIB:.1f} of "
         f"{result.memory.capacity_bytes / GIB:.0f} GiB"
     )
@@ -100,7 +100,9 @@ def _title(result, view: View) -> dict:
         yanchor="top",
         yref="container",
         font=dict(size=18),
-        subtitle=dict(text=describe(w, hw).split(": ", 1)[-1], font=dict(size=13)),
+        subtitle=dict(
+            text=html_module.escape(describe(w, hw).split(": ", 1)[-1]), font=dict(size=13)
+        ),
     )
 
 
