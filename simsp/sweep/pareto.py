@@ -33,7 +33,8 @@ def pareto_front(rows: list[dict]) -> list[dict]:
 def _hover(r: dict) -> str:
     """The hover text of a point (plotly's pseudo-HTML: the names in it escaped)."""
     return (
-        f"{html.escape(r['hardware'])}<br>{html.escape(describe_row(r))}<br>{float(r['iteration_time_s']):.3f} s, "
+        f"{html.escape(r['hardware'])}<br>{html.escape(describe_row(r))}<br>"
+        f"{float(r['iteration_time_s']):.3f} s, "
         f"MFU {float(r['mfu']):.1%}<br>peak {peak_gib(r):.2f} GiB "
         f"({'fits' if r['fits'] == 'true' else 'does not fit'}), {r['tier']}"
     )
