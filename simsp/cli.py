@@ -1,28 +1,107 @@
 """Command line: `simsp run | memory | layer ...`. Bad input exits 2 with one line, never a
 traceback."""
 
+import dataclasses
 import sys
 
 from simsp import __version__
-from simsp.arguments import Parser, add_workload_args, load, print_json, write_text
+from simsp.arguments import (
+    Parser,
+    add_workload_args,
+    check_output,
+    load,
+    print_json,
+    write_text,
+)
+from simsp.budget import DEFAULT_MAX_ACTIONS
 from simsp.errors import InputError
 
 
 def cmd_memory(args) -> None:
     """`simsp memory`: per-stage HBM without the time simulation."""
+    from simsp.budget import check_memory
     from simsp.memory import memory_report
     from simsp.report import memory_table
 
     w, hw = load(args)
+    check_memory(w, args.workload, args.max_actions)
     report = memory_report(w, hw)
     print_json(report.to_dict()) if args.json else print(memory_table(w, hw, report))
 
 
+def configuration(w, hw, args) -> dict:
+    """What a run ran: the files, and every model, training and parallel setting as used."""
+    return {
+        "workload_file": str(args.workload),
+        "hardware_file": hw.source,
+        "model": dataclasses.asdict(w.model),
+        "training": dataclasses.asdict(w.training),
+        "parallel": dataclasses.asdict(w.parallel),
+    }
+
+
+def _closed_form(w, hw, args) -> None:
+    """A run over the action limit whose closed form does not walk the schedule: the estimate,
+    said to be one in its first line (and in the JSON's `tier` and `note`)."""
+    from simsp.analytic import estimate
+    from simsp.budget import over_limit_reason, work
+    from simsp.report import describe
+
+    if args.timeline or args.trace:
+        raise InputError(
+            args.timeline or args.trace,
+            "output",
+            args.timeline or args.trace,
+            "a closed-form answer has no timeline or trace; raise --max-actions to simulate",
+        )
+    e, note = estimate(w, hw), over_limit_reason(work(w), args.max_actions)
+    if args.json:
+        print_json(
+            {
+                "workload": w.name,
+                "hardware": hw.name,
+                "tier": "analytic",
+                "note": note,
+                "iteration_time_s": e.iteration_time_s,
+                "mfu": e.mfu,
+                "hfu": e.hfu,
+                "tokens_per_s": e.tokens_per_s,
+                "bubble_s": e.bubble_s,
+                "memory": {
+                    "capacity_bytes": e.capacity_bytes,
+                    "fits": e.fits,
+                    "peak_bytes": e.peak_bytes,
+                },
+                "configuration": configuration(w, hw, args),
+            }
+        )
+        return
+    print(
+        f"{note}\n{describe(w, hw)}\niteration {e.iteration_time_s:.3f} s   MFU {e.mfu:.1%}   "
+        f"HFU {e.hfu:.1%}   {e.tokens_per_s:,.0f} tokens/s\nmemory peak "
+        f"{e.peak_bytes / 2**30:.2f} GiB of {e.capacity_bytes / 2**30:.0f} GiB: "
+        f"{'fits' if e.fits else 'DOES NOT FIT'}"
+    )
+
+
 def cmd_run(args) -> None:
-    """`simsp run`: simulate one iteration; optional timeline and trace files."""
+    """`simsp run`: simulate one iteration; optional timeline and trace files. The output paths
+    and the size of the simulation are checked before any of it runs."""
+    from simsp.budget import NOTICE_S, plan_run, work
     from simsp.report import run, run_summary
 
+    paths = [check_output(p) for p in (args.timeline, args.trace) if p]
+    if len(set(paths)) < len(paths):
+        raise InputError(
+            args.trace, "--trace", args.trace, "is also the --timeline; name two files"
+        )
     w, hw = load(args)
+    if not plan_run(w, args.workload, args.max_actions):
+        _closed_form(w, hw, args)
+        return
+    size = work(w)
+    if size.seconds > NOTICE_S:
+        print(f"simsp: simulating {size.describe()}", file=sys.stderr, flush=True)
     result = run(w, hw)
     outputs = {}
     if args.timeline:
@@ -35,7 +114,12 @@ def cmd_run(args) -> None:
         outputs[args.trace] = chrome_trace_json(result)
     for path, text in outputs.items():  # everything rendered before anything is written
         write_text(path, text)
-    print_json(result.to_dict()) if args.json else print(run_summary(result))
+    if args.json:
+        print_json({**result.to_dict(), "configuration": configuration(w, hw, args)})
+    else:
+        print(run_summary(result))
+    for path, text in outputs.items():
+        print(f"wrote {path} ({len(text.encode()) / 1e6:.1f} MB)", file=sys.stderr)
 
 
 def cmd_layer(args) -> None:
@@ -73,6 +157,15 @@ def parser() -> Parser:
     for name, (func, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
         add_workload_args(p)
+        if name in ("run", "memory"):
+            p.add_argument(
+                "--max-actions",
+                type=int,
+                default=DEFAULT_MAX_ACTIONS,
+                metavar="N",
+                help="most stage x chunk x microbatch actions to simulate or walk (default "
+                f"{DEFAULT_MAX_ACTIONS:,}); a run past it answers in closed form where it can",
+            )
         if name == "run":
             p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
             p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")

@@ -6,11 +6,15 @@ Every problem is raised as one InputError naming the file, the key, the value an
 import dataclasses
 import glob
 import json
+import math
+import re
 import typing
 from pathlib import Path
 
 import yaml
 
+from simsp import textfile
+from simsp.calibration.plausible import check_tables
 from simsp.errors import InputError
 from simsp.hardware import (
     CalibrationSpec,
@@ -19,6 +23,7 @@ from simsp.hardware import (
     MemoryBoundSpec,
     NetworkSpec,
     NodeSpec,
+    hardware_rules,
 )
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
@@ -29,27 +34,125 @@ DEFAULT_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 
 
 def read_text(path) -> str:
-    """A file's text, or InputError naming it."""
+    """A file's text, bounded (simsp.textfile), or InputError naming it."""
+    return textfile.read_text(path)
+
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings read: a workload needs three levels; PyYAML's composer
+recurses once per level, so a file of 50,000 `[` would otherwise end in a RecursionError."""
+MAX_NODES = 1_000_000
+"""Most values a document may expand to with its aliases counted each time they are used: an
+alias bomb (each anchor a list of nine of the one before) is tiny on disk and 387 million values
+to anything that walks it."""
+
+
+class _Limit(yaml.YAMLError):
+    """A document past MAX_DEPTH or MAX_NODES (the rule broken, as one line)."""
+
+
+_FLOAT_1_2 = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+"""YAML 1.2 floats with an exponent and no dot (`1e6`, `3.12e2` is YAML 1.1 already), which
+PyYAML's YAML 1.1 resolver leaves as strings."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads `1e6` as a number and bounds nesting depth and alias expansion."""
+
+    yaml_implicit_resolvers = {
+        k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def compose_node(self, parent, index):
+        self._depth = getattr(self, "_depth", 0) + 1
+        if self._depth > MAX_DEPTH:
+            raise _Limit(f"nests deeper than {MAX_DEPTH} levels")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_1_2, list("-+0123456789"))
+
+
+def _expanded_size(node, memo: dict) -> int:
+    """Values in node with every alias expanded (memoised by node, so linear in the file)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(n, memo) for n in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    memo[id(node)] = size
+    if size > MAX_NODES:
+        raise _Limit(f"expands to more than {MAX_NODES:,} values (an alias bomb?)")
+    return size
+
+
+def parse_yaml(text: str):
+    """YAML text -> Python data through the bounded loader (raises yaml.YAMLError, ValueError)."""
+    loader = _Loader(text)
     try:
-        return Path(path).read_text()
-    except OSError as e:
-        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, {})
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def read_yaml(path) -> dict:
     """Load a YAML mapping, or raise InputError for a missing, unreadable or non-mapping file."""
     text = read_text(path)
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
+    except _Limit as e:
+        raise InputError(path, "file", str(path), str(e)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise InputError(path, "file", str(path), f"is not valid YAML{where}") from None
+    except (ValueError, OverflowError) as e:  # e.g. an integer of more than 4,300 digits
+        raise InputError(
+            path, "file", str(path), f"holds a value Python cannot read ({str(e)[:80]})"
+        ) from None
     if not isinstance(data, dict):
         raise InputError(
             path, "file", type(data).__name__, "must be a YAML mapping of keys to values"
         )
     return data
+
+
+MAX_INT = 2**53
+"""The largest integer a key takes: every count is used as a float somewhere, and past 2**53 a
+float no longer holds it exactly (10**400 does not fit in one at all)."""
+MAX_STR = 4096
+"""The longest string a key takes (a name, a per-stage list); longer is a pasted file."""
+
+
+def _check_number(file, key, value, kind, allow_zero):
+    """An int (or, for float keys, an int or float) that is finite, in range and signed right.
+
+    A whole float is an int (`global_batch: 1e6` reads as 1000000.0)."""
+    if kind is int and isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INT:
+        value = int(value)
+    ok = isinstance(value, int if kind is int else (int, float)) and not isinstance(value, bool)
+    if not ok:
+        raise InputError(file, key, value, f"must be {'an integer' if kind is int else 'a number'}")
+    if kind is int and abs(value) > MAX_INT:
+        raise InputError(file, key, value, f"must be at most 2**53 ({MAX_INT:,})")
+    if kind is float and (
+        abs(value) > MAX_INT if isinstance(value, int) else not math.isfinite(value)
+    ):
+        raise InputError(file, key, value, "must be a finite number")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise InputError(
+            file, key, value, "must be positive" if not allow_zero else "must not be negative"
+        )
+    return kind(value)
 
 
 def _check_scalar(file, key, value, kind, allow_zero):
@@ -61,15 +164,10 @@ def _check_scalar(file, key, value, kind, allow_zero):
     if kind is str:
         if not isinstance(value, str) or not value:
             raise InputError(file, key, value, "must be a non-empty string")
+        if len(value) > MAX_STR:
+            raise InputError(file, key, value, f"must be at most {MAX_STR} characters")
         return value
-    ok = isinstance(value, int if kind is int else (int, float)) and not isinstance(value, bool)
-    if not ok:
-        raise InputError(file, key, value, f"must be {'an integer' if kind is int else 'a number'}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise InputError(
-            file, key, value, "must be positive" if not allow_zero else "must not be negative"
-        )
-    return kind(value)
+    return _check_number(file, key, value, kind, allow_zero)
 
 
 def _check_steps(file, key, value):
@@ -77,18 +175,23 @@ def _check_steps(file, key, value):
     pairs = value.items() if isinstance(value, dict) else value
     try:
         steps = tuple(sorted((float(a), float(b)) for a, b in pairs))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(
             file, key, value, "must map numbers to numbers, e.g. {0: 0.3, 1e6: 0.6}"
         ) from None
-    if not steps or any(a < 0 or b <= 0 for a, b in steps):
+    finite = all(math.isfinite(a) and math.isfinite(b) for a, b in steps)
+    if not steps or not finite or any(a < 0 or b <= 0 for a, b in steps):
         raise InputError(
             file,
             key,
             value,
-            "must be a non-empty map of non-negative thresholds to positive values",
+            "must be a non-empty map of finite non-negative thresholds to positive values",
         )
     return steps
+
+
+check_scalar = _check_scalar
+"""The scalar rules, for other readers of user values (the sweep grid)."""
 
 
 def build(cls, data, file, prefix=""):
@@ -151,10 +254,13 @@ def _unknown_top(data, file, known):
 
 def read_json(path) -> dict:
     """Load a JSON object (a Hugging Face config.json), or raise InputError."""
+    text = read_text(path)
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(text)
     except ValueError as e:
-        raise InputError(path, "file", str(path), f"is not valid JSON ({e})") from None
+        raise InputError(path, "file", str(path), f"is not valid JSON ({str(e)[:80]})") from None
+    except RecursionError:
+        raise InputError(path, "file", str(path), "nests too deep to read") from None
     if not isinstance(data, dict):
         raise InputError(path, "file", type(data).__name__, "must be a JSON object")
     return data
@@ -194,6 +300,10 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
     _unknown_top(data, path, ("name", "model", "training", "parallel"))
     overrides = dict(overrides or {})
     model_overrides = overrides.pop("model", {}) or {}
+    for section in ("training", "parallel"):
+        given = data.get(section)
+        if given is not None and not isinstance(given, dict):
+            raise InputError(path, section, given, "must be a mapping of keys to values")
     for section, values in overrides.items():
         merged = dict(data.get(section) or {})
         merged.update({k: v for k, v in values.items() if v is not None})
@@ -225,7 +335,8 @@ def load_hardware(path=None) -> HardwareSpec:
     path = library_path(path) if path else default_hardware_path()
     data = read_yaml(path)
     _unknown_top(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
-    cal = build(CalibrationSpec, data.get("calibration", {}), path, prefix="calibration.")
+    given_cal = data.get("calibration")
+    cal = build(CalibrationSpec, {} if given_cal is None else given_cal, path, "calibration.")
     folder = path.resolve().parent
     cal = dataclasses.replace(
         cal,
@@ -241,7 +352,7 @@ def load_hardware(path=None) -> HardwareSpec:
         nvlink=_resolve_paths(path, "calibration.nvlink", cal.nvlink, folder),
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )
-    return HardwareSpec(
+    hw = HardwareSpec(
         name=_check_scalar(path, "name", data.get("name", path.stem), str, False),
         gpu=_section(data, path, "gpu", GpuSpec),
         node=_section(data, path, "node", NodeSpec),
@@ -250,6 +361,11 @@ def load_hardware(path=None) -> HardwareSpec:
         calibration=cal,
         source=str(path),
     )
+    for key, value, holds, rule in hardware_rules(hw):
+        if not holds:
+            raise InputError(path, key, value, rule)
+    check_tables(hw)
+    return hw
 
 
 def library_path(given) -> Path:

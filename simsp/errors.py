@@ -1,9 +1,27 @@
 """The one error type for bad user input."""
 
+import reprlib
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlong = 40
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 12
+_SHORT.maxdict = 8
+_SHORT.maxlevel = 4
+
+
+def short_repr(value) -> str:
+    """repr(value), shortened: an error line quotes what the user gave, but a megabyte string,
+    an alias bomb or a 400-digit integer must not become a megabyte of stderr."""
+    try:
+        return _SHORT.repr(value)
+    except (ValueError, RecursionError):  # ints past sys.get_int_max_str_digits, cycles
+        return f"<{type(value).__name__}>"
+
 
 class InputError(Exception):
     """Bad user input: names the file, the key, the value and the rule broken."""
 
     def __init__(self, file, key, value, rule):
         self.file, self.key, self.value, self.rule = str(file), key, value, rule
-        super().__init__(f"{self.file}: {key}={value!r}: {rule}")
+        super().__init__(f"{self.file}: {key}={short_repr(value)}: {rule}")

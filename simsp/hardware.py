@@ -106,3 +106,63 @@ class HardwareSpec:
     def hbm_bytes(self) -> int:
         """HBM capacity per GPU in bytes."""
         return int(self.gpu.hbm_gib * 1024**3)
+
+
+CEILINGS = {
+    "gpu.peak_tflops": 1e5,
+    "gpu.hbm_gib": 1e5,
+    "gpu.hbm_gbps": 1e6,
+    "node.gpus": 100_000,
+    "node.nvlink_gbps": 1e6,
+    "network.nics_per_node": 10_000,
+    "network.nic_gbps": 1e7,
+    "calibration.kernel_launch_us": 1e6,
+    "calibration.host_forward_us": 1e7,
+    "calibration.host_backward_us": 1e7,
+    "calibration.host_recompute_full_us": 1e7,
+    "calibration.host_recompute_selective_us": 1e7,
+}
+"""Sanity ceilings, about a hundred times past any machine built: a value above one is a typo
+(a unit slip, a pasted count) whose answer would look like a prediction."""
+
+
+def _value(hw: "HardwareSpec", dotted: str):
+    section, name = dotted.split(".")
+    return getattr(getattr(hw, section), name)
+
+
+def _efficiencies(key: str, steps) -> tuple:
+    """(key, value, holds, rule) for an efficiency curve: fractions of a peak."""
+    worst = max((e for _, e in steps), default=1.0)
+    return key, worst, all(0 < e <= 1 for _, e in steps), "efficiencies must lie in (0, 1]"
+
+
+def hardware_rules(hw: "HardwareSpec"):
+    """(key, value, holds, rule) for every physical range a hardware file must keep: achieved
+    rates not above the peak they are a share of, efficiencies in (0, 1], and the ceilings."""
+    g, mb, cal = hw.gpu, hw.memory_bound, hw.calibration
+    yield (
+        "gpu.gemm_max_tflops",
+        g.gemm_max_tflops,
+        g.gemm_max_tflops <= g.peak_tflops,
+        f"an achieved GEMM rate cannot pass the GPU's peak_tflops ({g.peak_tflops:g})",
+    )
+    yield _efficiencies("memory_bound.efficiency_by_bytes", mb.efficiency_by_bytes)
+    yield _efficiencies("calibration.gemm_fallback_efficiency", cal.gemm_fallback_efficiency)
+    for key in ("memory_bound.layernorm_fwd_gbps", "memory_bound.layernorm_bwd_gbps"):
+        value = _value(hw, key)
+        yield (
+            key,
+            value,
+            value <= g.hbm_gbps,
+            f"an achieved rate cannot pass the GPU's hbm_gbps ({g.hbm_gbps:g})",
+        )
+    yield (
+        "calibration.collective_sm_share",
+        cal.collective_sm_share,
+        0 <= cal.collective_sm_share < 1,
+        "must be a share in [0, 1): a collective cannot hold every SM",
+    )
+    for key, ceiling in CEILINGS.items():
+        value = _value(hw, key)
+        yield key, value, value <= ceiling, f"must be at most {ceiling:g} (a sanity ceiling)"

@@ -39,8 +39,8 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
     model = model_choices(w.model)
     return (
         f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
-        f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} {p.schedule}{chunks} "
-        f"{parallel_extras(p)}b={w.training.micro_batch} B={w.training.global_batch}"
+        f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} "
+        f"{schedule_name(p)}{chunks} {parallel_extras(p)}b={w.training.micro_batch} B={w.training.global_batch}"
     )
 
 
@@ -62,6 +62,21 @@ def _setting(value) -> str:
         if isinstance(value, float)
         else str(value)
     )
+
+
+def schedule_name(p) -> str:
+    """The schedule as run: interleaving with one chunk a stage is 1F1B, and is named so."""
+    if p.schedule == "interleaved" and p.chunks == 1:
+        return "1f1b (interleaved with one chunk)"
+    return p.schedule
+
+
+def dp_comm_label(w: Workload) -> str:
+    """What the exposed gradient-sync time is: at dp = 1 there is no data-parallel all-reduce,
+    only the tied embedding's all-reduce between the first and last stage."""
+    if w.parallel.dp * w.parallel.cp > 1 or w.parallel.fsdp:
+        return "DP comm"
+    return "embedding all-reduce" if w.model.tied_embeddings and w.parallel.pp > 1 else "DP comm"
 
 
 def model_choices(m) -> str:
@@ -253,7 +268,7 @@ def run_summary(r: Result) -> str:
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
         f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
-        f"PP comm {br['pp_comm_s']:.3f} s, DP comm {br['dp_comm_s']:.3f} s, "
+        f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
         + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
         + f"bubble {br['bubble_s']:.3f} s, "
         f"optimizer {br['optimizer_s']:.3f} s",

@@ -179,10 +179,11 @@ def text_tables(tables: dict[str, list[list]]) -> str:
 
 def write_report(tables: dict[str, list[list]], out_dir) -> Path:
     """The HTML report with every table and its chart."""
+    from simsp.arguments import write_text
     from simsp.timeline import reproduction_html
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "reproduction.html"
-    path.write_text(reproduction_html(tables, HEADERS))
+    write_text(path, reproduction_html(tables, HEADERS))  # whole, or the old report kept
     return path

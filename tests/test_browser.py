@@ -175,3 +175,66 @@ def test_pareto_page_renders(chromium, tmp_path):
     ]  # rows as the CSV holds them
     found = probe_page(chromium, figure_page(pareto_figure(rows, "test")), tmp_path, "pareto.html")
     assert found["errors"] == [] and found["divs"] == 1 and found["traces"][0] > 0, found
+
+
+EVIL = (
+    "</title><script>window.__pwned=(window.__pwned||0)+1</script>"
+    '<img src=x onerror="window.__pwned=(window.__pwned||0)+10">'
+)
+PWNED_PROBE = """<script>
+window.addEventListener('load', function () {
+  setTimeout(function () {
+    var pre = document.createElement('pre');
+    pre.id = 'simsp-probe';
+    pre.textContent = JSON.stringify({pwned: window.__pwned || 0, title: document.title,
+                                      errors: window.__probeErrors});
+    document.body.appendChild(pre);
+  }, 500);
+});
+</script>"""
+
+
+def _evil_workload(tmp_path) -> Path:
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "workloads" / "gpt-22b.yaml").read_text())
+    data["name"] = EVIL
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _pwned(chromium, page: Path) -> dict:
+    instrumented = page.with_name("probed-" + page.name)
+    instrumented.write_text(instrument(page.read_text(), PWNED_PROBE))
+    dom, _ = dump_dom(chromium, instrumented.resolve().as_uri(), timeout_s=120)
+    return read_probe(dom)
+
+
+def test_a_workload_name_runs_no_script_in_any_page(chromium, tmp_path):
+    import yaml
+
+    from simsp.cli import main
+
+    workload = _evil_workload(tmp_path)
+    timeline = tmp_path / "timeline.html"
+    assert main(["run", str(workload), "--timeline", str(timeline)]) == 0
+    spec = tmp_path / "spec.yaml"
+    root = Path(__file__).resolve().parents[1]
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "workload": str(workload),
+                "hardware": [str(root / "hardware" / "dgx-a100-80gb.yaml")],
+                "gpus": 8,
+                "grid": {"tp": [4, 8]},
+            }
+        )
+    )
+    pareto = tmp_path / "pareto.html"
+    assert main(["sweep", str(spec), "--pareto", str(pareto), "--jobs", "1", "--no-progress"]) == 0
+    for page in (timeline, pareto):
+        found = _pwned(chromium, page)
+        assert found["pwned"] == 0, (page.name, found)
+        assert "</title><script>" in found["title"], found["title"]  # shown as text

@@ -1,6 +1,7 @@
 """What users tripped over (part of issue 18): safe writes, escaped page titles, --version,
 hardware by library name, labels that say what they include."""
 
+import json
 import os
 
 import pytest
@@ -64,3 +65,333 @@ def test_recompute_is_named_only_when_there_is_some(capsys):
     assert "recompute included" not in capsys.readouterr().out
     assert main(["run", "workloads/gpt-22b.yaml"]) == 0
     assert "(selective recompute included)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- issue 18, continued
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HW = os.path.join(ROOT, "hardware", "dgx-a100-80gb.yaml")
+W175 = os.path.join(ROOT, "workloads", "gpt3-175b.yaml")
+
+
+def _spec(tmp_path, grid=None, **extra):
+    data = {
+        "workload": W175,
+        "hardware": [HW],
+        "gpus": 64,
+        "grid": grid or {"tp": [8], "pp": [4, 8], "recompute": ["selective", "full"]},
+        **extra,
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        b"a,b,c\n1,2,3\n",
+        b"a,b,c\n1,2",  # no final newline: a resume would cut it, were it simsp's
+        b"\xff\xfe\x00\x01",
+        b"workload,hardware\nmine\n",
+        b"the user's notes, not a sweep\n" * 1000,
+    ],
+)
+def test_sweep_out_never_changes_a_file_that_is_not_its_own(tmp_path, capsys, foreign):
+    out = tmp_path / "notes.csv"
+    out.write_bytes(foreign)
+    assert main(["sweep", str(_spec(tmp_path)), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not this sweep's output" in err
+    assert out.read_bytes() == foreign
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.csv", "spec.yaml"]
+
+
+def test_output_paths_are_checked_before_the_sweep_runs(tmp_path, capsys, monkeypatch):
+    from simsp.sweep import runner
+
+    def no_work(*a, **k):
+        raise AssertionError("the sweep ran before its output path was checked")
+
+    monkeypatch.setattr(runner, "executor_rows", no_work)
+    spec = str(_spec(tmp_path))
+    for flags in (
+        ["--pareto", str(tmp_path / "nodir" / "p.html")],
+        ["--out", str(tmp_path / "nodir" / "rows.csv")],
+        ["--pareto", str(tmp_path / "p.png")],
+    ):
+        assert main(["sweep", spec, "--no-progress", *flags]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+    assert main(["run", W175, "--timeline", str(tmp_path / "nodir" / "t.html")]) == 2
+    assert "has no folder" in capsys.readouterr().err
+
+
+def test_sweep_rows_come_out_in_the_same_order_every_run(tmp_path):
+    grid = {"tp": [4, 8], "pp": [2, 4, 8], "recompute": ["selective", "full"]}
+    texts = []
+    for i in range(2):
+        out = tmp_path / f"rows{i}.csv"
+        assert (
+            main(
+                [
+                    "sweep",
+                    str(_spec(tmp_path, grid)),
+                    "--out",
+                    str(out),
+                    "--jobs",
+                    "2",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
+        texts.append(out.read_text().splitlines())
+    assert texts[0] == texts[1] and len(texts[0]) == 13
+
+
+def test_jobs_are_capped_by_the_tasks_and_the_cpus():
+    from simsp.sweep.execute import local_jobs
+
+    cpus = len(os.sched_getaffinity(0))
+    assert local_jobs(10**30, 3) == min(3, cpus)
+    assert local_jobs(None, 10**6) == cpus
+    assert local_jobs(1, 5) == 1
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is pid (read from /proc)."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_killed_sweep_leaves_no_worker(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    grid = {
+        "tp": [1, 2, 4, 8],
+        "pp": [1, 2, 4, 8],
+        "recompute": ["none", "selective", "full"],
+        "micro_batch": [1, 2],
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "simsp.cli",
+            "sweep",
+            str(_spec(tmp_path, grid)),
+            "--jobs",
+            "2",
+            "--no-progress",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline, workers = time.monotonic() + 60, []
+    while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    assert proc.poll() is None and len(workers) >= 2, "no pool started"
+    time.sleep(0.5)  # the workers are busy
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "workers outlived the killed sweep"
+
+
+def test_a_global_batch_of_ten_million_is_answered_in_one_line(capsys):
+    assert main(["run", W175, "--global-batch", "10000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "240,000,000 actions" in err and "--max-actions" in err
+
+
+def test_past_the_limit_a_closed_form_answer_says_it_is_one(capsys):
+    argv = ["run", os.path.join(ROOT, "workloads", "gpt-1t.yaml"), "--global-batch", "1000000"]
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["tier"] == "analytic" and d["note"].startswith("closed form (simsp.analytic)")
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("closed form (simsp.analytic), not simulated")
+
+
+def test_run_json_states_the_configuration_it_ran(capsys):
+    assert main(["run", W175, "--tp", "4", "--pp", "16", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["configuration"]
+    assert c["parallel"]["tp"] == 4 and c["parallel"]["pp"] == 16 and c["parallel"]["dp"] == 1
+    assert c["training"] == {"global_batch": 64, "micro_batch": 1}
+    assert c["model"]["layers"] == 96 and c["hardware_file"].endswith("dgx-a100-80gb.yaml")
+
+
+def test_run_says_which_files_it_wrote(tmp_path, capsys):
+    page = tmp_path / "t.json"
+    assert main(["run", os.path.join(ROOT, "workloads", "gpt-22b.yaml"), "--trace", str(page)]) == 0
+    assert f"wrote {page}" in capsys.readouterr().err
+
+
+def test_every_flag_has_help_text():
+    import argparse
+
+    from simsp.cli import parser
+
+    missing = []
+
+    def walk(p, path):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, [*path, name])
+            elif a.help is None:
+                missing.append((path, a.option_strings or a.dest))
+
+    walk(parser(), ["simsp"])
+    assert missing == []
+
+
+def test_scientific_notation_is_a_number(tmp_path, capsys):
+    data = yaml.safe_load(open(os.path.join(ROOT, "workloads", "gpt-22b.yaml")))
+    w = tmp_path / "sci.yaml"
+    w.write_text(
+        yaml.safe_dump(data)
+        .replace("hidden: 6144", "hidden: 6.144e3")
+        .replace("global_batch: 4", "global_batch: 4e0")
+    )
+    hw = tmp_path / "hw.yaml"
+    from tests.fuzz_cases import _hardware
+
+    text = yaml.safe_dump(_hardware(), sort_keys=False)
+    assert "peak_tflops: 312\n" in text
+    hw.write_text(text.replace("peak_tflops: 312\n", "peak_tflops: 3.12e2\n"))
+    assert main(["run", str(w), "--hardware", str(hw), "--json"]) == 0
+    sci = json.loads(capsys.readouterr().out)
+    assert main(["run", os.path.join(ROOT, "workloads", "gpt-22b.yaml"), "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert sci["iteration_time_s"] == plain["iteration_time_s"] and sci["mfu"] == plain["mfu"]
+
+
+def test_dp_comm_is_named_what_it_is_at_dp_one(capsys):
+    assert main(["run", W175]) == 0
+    out = capsys.readouterr().out
+    assert "embedding all-reduce" in out and "DP comm" not in out
+    assert main(["run", W175, "--tp", "4", "--dp", "2"]) == 0
+    assert "DP comm" in capsys.readouterr().out
+
+
+def test_interleaved_with_one_chunk_is_named_1f1b(capsys):
+    assert main(["run", W175, "--virtual-stages", "1"]) == 0
+    assert "1f1b (interleaved with one chunk)" in capsys.readouterr().out
+
+
+def test_a_calibration_faster_than_the_gpu_is_refused_and_nothing_is_left(tmp_path, capsys):
+    table = tmp_path / "fast.csv"
+    table.write_text("# device: x\nm,n,k,batch,layout,tflops\n4096,4096,4096,1,TN,400\n")
+    out = tmp_path / "out" / "new.yaml"
+    argv = ["calibrate", "--hardware", HW, "--gemm", str(table), "--out", str(out)]
+    assert main(argv) == 2
+    assert "peak_tflops (312)" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fast.csv"]
+
+
+def test_a_failed_calibrate_removes_what_it_copied(tmp_path, capsys):
+    host = tmp_path / "host.yaml"
+    host.write_text("host_forward_us: 1e9\n")  # past the sanity ceiling: found when loading
+    gemm = os.path.join(ROOT, "hardware", "calibration", "dgx-a100-80gb", "gemm.csv")
+    out = tmp_path / "new" / "my.yaml"
+    argv = ["calibrate", "--hardware", HW, "--gemm", gemm, "--host", str(host), "--out", str(out)]
+    assert main(argv) == 2
+    assert "would not load" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["host.yaml"]
+
+
+def test_gemm_lookups_equal_a_scan_of_every_point():
+    import itertools
+    import math
+    import random
+
+    from simsp.calibration.gemm import GemmPoint, GemmTable
+
+    rng = random.Random(18)
+    sizes = [2**i for i in range(6, 15)]
+    points = tuple(
+        GemmPoint(m, n, k, b, lay, rng.uniform(10, 300))
+        for m, n, k, b, lay in itertools.product(sizes, sizes, sizes[::2], (1, 4), ("TN", "NT"))
+        if rng.random() < 0.3
+    )
+    table = GemmTable(points)
+
+    def scan(m, n, k, b, layout):
+        q = [math.log2(x) for x in (m, n, k, b)]
+        near = []
+        for pts in ([p for p in points if p.layout == layout], points):
+            for p in pts:
+                d = [a - math.log2(c) for a, c in zip(q, (p.m, p.n, p.k, p.batch), strict=True)]
+                if max(map(abs, d)) <= 1:
+                    near.append((math.sqrt(sum(x * x for x in d)), p.tflops))
+            if near:
+                break
+        near = sorted(near)[:4]
+        if not near:
+            return None
+        if near[0][0] == 0:
+            return near[0][1]
+        w = [1 / (d * d) for d, _ in near]
+        return sum(x * v for x, (_, v) in zip(w, near, strict=True)) / sum(w)
+
+    for _ in range(300):
+        shape = [rng.randint(40, 30000) for _ in range(3)] + [rng.choice((1, 2, 4, 8))]
+        layout = rng.choice(("TN", "NN", "NT"))
+        assert table.lookup_tflops(*shape, layout) == scan(*shape, layout)
+
+
+def test_the_pareto_axis_is_labelled_in_gib_and_centred_on_the_hbm_line():
+    from simsp.sweep.pareto import pareto_figure
+
+    row = {
+        "recompute": "selective",
+        "sp": "true",
+        "fits": "true",
+        "tier": "event",
+        "hardware": "hw",
+        "tp": "8",
+        "pp": "8",
+        "dp": "1",
+        "schedule": "1f1b",
+        "virtual_stages": "1",
+        "micro_batch": "1",
+        "global_batch": "64",
+        "mfu": "0.5",
+        "capacity_bytes": str(80 * 2**30),
+    }
+    rows = [
+        {**row, "peak_bytes": str(int(g * 2**30)), "iteration_time_s": str(10 / g)}
+        for g in (0.5, 30, 60, 79, 95, 4000)
+    ]
+    layout = pareto_figure(rows)["layout"]
+    x = layout["xaxis"]
+    assert all(t.endswith(" GiB") for t in x["ticktext"]) and len(x["ticktext"]) >= 3
+    lo, hi = (10**v for v in x["range"])
+    assert 80 / 16 / 1.2 <= lo < 30 and 95 < hi <= 80 * 16 * 1.2
+    note = layout["annotations"][0]
+    assert note["y"] == 1 and note["yanchor"] == "bottom" and note["showarrow"] is False

@@ -12,9 +12,9 @@ import bisect
 import csv
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.textfile import read_text
 
 COLUMNS = ("gpu", "kernel", "head_dim", "seq_len", "causal", "direction", "tflops", "source")
 DIRECTIONS = ("fwd", "bwd", "fwd_bwd")
@@ -128,21 +128,18 @@ def _row(path, n: int, row: dict) -> AttentionPoint:
         raise InputError(
             path, f"row {n}.direction", point.direction, f"must be one of {', '.join(DIRECTIONS)}"
         )
-    if not (point.tflops > 0 and point.head_dim > 0 and point.seq_len > 0):
-        raise InputError(path, f"row {n}", row, "head_dim, seq_len and tflops must be positive")
+    if not (0 < point.tflops < math.inf and point.head_dim > 0 and point.seq_len > 0):
+        raise InputError(
+            path, f"row {n}", row, "head_dim, seq_len and tflops must be positive and finite"
+        )
     return point
 
 
 def read_attention_table(path) -> AttentionTable:
     """Read a fused-attention CSV; InputError names the file and the row for a bad one."""
-    try:
-        lines = [
-            line
-            for line in Path(path).read_text().splitlines()
-            if line.strip() and not line.startswith("#")
-        ]
-    except OSError as e:
-        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    lines = [
+        line for line in read_text(path).splitlines() if line.strip() and not line.startswith("#")
+    ]
     rows = list(csv.DictReader(lines))
     if not rows:
         raise InputError(path, "file", str(path), f"has no rows (columns: {', '.join(COLUMNS)})")

@@ -7,11 +7,16 @@ A table row is one measured GEMM: C[m, n] = A[m, k] @ B[k, n], `batch` independe
 """
 
 import csv
+import heapq
+import itertools
 import math
+import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.textfile import read_text
 
 LAYOUTS = ("TN", "NN", "NT")
 _COLUMNS = ("m", "n", "k", "batch", "layout", "tflops")
@@ -55,15 +60,18 @@ class GemmTable:
     device: str = ""
     source: str = ""
     _exact: dict = field(init=False, repr=False, compare=False)
-    _logs: tuple = field(init=False, repr=False, compare=False)
+    _cells: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        exact = {}
+        exact, cells = {}, {}
         for p in self.points:
             exact.setdefault((p.m, p.n, p.k, p.batch, p.layout), p.tflops)
-        logs = tuple((p.layout, _log_shape(p.m, p.n, p.k, p.batch), p.tflops) for p in self.points)
+            coords = _log_shape(p.m, p.n, p.k, p.batch)
+            entry = (coords, p.tflops)
+            for layout in (p.layout, None):  # None: the points of every layout
+                cells.setdefault(layout, {}).setdefault(_cell(coords), []).append(entry)
         object.__setattr__(self, "_exact", exact)
-        object.__setattr__(self, "_logs", logs)
+        object.__setattr__(self, "_cells", cells)
 
     def lookup_tflops(self, m, n, k, batch=1, layout="TN") -> float | None:
         """Achieved TFLOP/s for this shape, or None when the table does not cover it."""
@@ -73,8 +81,8 @@ class GemmTable:
         if min(m, n, k, batch) <= 0:
             return None
         query = _log_shape(m, n, k, batch)
-        near = _covering(query, [p for p in self._logs if p[0] == layout]) or _covering(
-            query, self._logs
+        near = _covering(query, self._cells.get(layout, {})) or _covering(
+            query, self._cells.get(None, {})
         )
         return _idw(near[:_NEIGHBOURS]) if near else None
 
@@ -84,14 +92,26 @@ def _log_shape(m, n, k, batch) -> tuple[float, float, float, float]:
     return (math.log2(m), math.log2(n), math.log2(k), math.log2(batch))
 
 
-def _covering(query, logs) -> list[tuple[float, float]]:
-    """(distance, tflops) of points within a factor of 2 in every dimension, nearest first."""
+def _cell(coords) -> tuple[int, ...]:
+    """The unit cell of log2 space a point lies in (floor of each coordinate)."""
+    return tuple(math.floor(c) for c in coords)
+
+
+def _covering(query, cells: dict) -> list[tuple[float, float]]:
+    """(distance, tflops) of the nearest points within a factor of 2 in every dimension, at most
+    _NEIGHBOURS of them, nearest first (heapq.nsmallest: the same as sorting all and cutting).
+
+    Only the 81 unit cells around the query are read, so a lookup costs the same in a table of
+    200 shapes as in one of 200,000 of the same density (a scan of every point made large
+    tables the slowest part of a run)."""
     near = []
-    for _, coords, tflops in logs:
-        deltas = [q - c for q, c in zip(query, coords, strict=True)]
-        if max(abs(d) for d in deltas) <= 1.0:
-            near.append((math.sqrt(sum(d * d for d in deltas)), tflops))
-    return sorted(near)
+    around = itertools.product(*(range(h - 1, h + 2) for h in _cell(query)))
+    for cell in around:
+        for coords, tflops in cells.get(cell, ()):
+            deltas = [q - c for q, c in zip(query, coords, strict=True)]
+            if max(abs(d) for d in deltas) <= 1.0:
+                near.append((math.sqrt(sum(d * d for d in deltas)), tflops))
+    return heapq.nsmallest(_NEIGHBOURS, near)
 
 
 def _idw(near: list[tuple[float, float]]) -> float:
@@ -103,24 +123,39 @@ def _idw(near: list[tuple[float, float]]) -> float:
 
 
 def read_gemm_table(path) -> GemmTable:
-    """Read a GEMM CSV ('#' comment header, then m,n,k,batch,layout,tflops)."""
-    path = Path(path)
+    """Read a GEMM CSV ('#' comment header, then m,n,k,batch,layout,tflops); a file read before
+    and unchanged since (same size and modification time) is not parsed again, since loading a
+    hardware file checks its tables and the cost model then reads them."""
     try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, "file", str(path), f"cannot read as text: {err}") from None
+        st = os.stat(path)
+    except OSError:
+        return _read_gemm_table(path)  # _read_gemm_table names the problem
+    return _cached_gemm_table(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=32)
+def _cached_gemm_table(path: str, mtime_ns: int, size: int) -> GemmTable:
+    return _read_gemm_table(path)
+
+
+def _read_gemm_table(path) -> GemmTable:
+    path = Path(path)
+    lines = read_text(path).splitlines()
     meta = _comment_fields(line for line in lines if line.startswith("#"))
     body = [line for line in lines if line.strip() and not line.startswith("#")]
-    reader = csv.DictReader(body)
-    missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise InputError(
-            path,
-            "columns",
-            reader.fieldnames,
-            f"need columns {','.join(_COLUMNS)}; missing {missing}",
-        )
-    points = tuple(_point(path, i + 2, row) for i, row in enumerate(reader))
+    try:
+        reader = csv.DictReader(body)
+        missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InputError(
+                path,
+                "columns",
+                reader.fieldnames,
+                f"need columns {','.join(_COLUMNS)}; missing {missing}",
+            )
+        points = tuple(_point(path, i + 2, row) for i, row in enumerate(reader))
+    except csv.Error as e:
+        raise InputError(path, "file", str(path), f"is not a readable CSV ({e})") from None
     if not points:
         raise InputError(path, "rows", 0, "a GEMM table needs at least one row")
     return GemmTable(points, meta.get("dtype", ""), meta.get("device", ""), str(path))
@@ -138,6 +173,13 @@ def _comment_fields(comments) -> dict[str, str]:
 
 def _point(path: Path, row_no: int, row: dict) -> GemmPoint:
     """One CSV row as a GemmPoint; InputError naming the row and column when malformed."""
+    if row.get(None) or None in row.values():
+        raise InputError(
+            path,
+            f"row {row_no}",
+            row.get(None),
+            f"must have the {len(_COLUMNS)} columns {','.join(_COLUMNS)}, no more and no fewer",
+        )
     values = {}
     for col in ("m", "n", "k", "batch"):
         values[col] = _positive(path, row_no, col, row[col], int)
@@ -156,6 +198,8 @@ def _positive(path: Path, row_no: int, col: str, text, kind):
         value = kind((text or "").strip())
     except ValueError:
         value = None
+    if value is not None and kind is int and value > 2**53:
+        value = None  # beyond any GEMM, and past what a float holds exactly
     if value is None or not value > 0 or not math.isfinite(value):
         raise InputError(path, f"row {row_no}.{col}", text, f"must be a positive {kind.__name__}")
     return value

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.textfile import read_text
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
 
@@ -207,10 +208,7 @@ def read_nccl_log(path, op: str | None = None, ranks: int | None = None) -> Coll
 
 def _read_lines(path: Path) -> list[str]:
     """Non-empty lines with any MPI output prefix removed."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, "file", str(path), f"cannot read as text: {err}") from None
+    text = read_text(path)
     lines = (_MPI_PREFIX.sub("", line).strip() for line in text.splitlines())
     return [line for line in lines if line]
 

@@ -12,6 +12,7 @@ with what was meant before it is kept.
 """
 
 import dataclasses
+import math
 import os
 import shutil
 import typing
@@ -24,6 +25,7 @@ from simsp.cost import CostModel
 from simsp.errors import InputError
 from simsp.hardware import CalibrationSpec
 from simsp.profiler._torch import today
+from simsp.textfile import read_text
 
 
 def _path_keys() -> tuple[str, ...]:
@@ -102,6 +104,7 @@ def calibrate(req: Request) -> dict:
     """Write the new hardware YAML; return its calibration section as written."""
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
+    _check_out(out)
     _check_inputs(req)
     scalars = {
         key: value
@@ -115,6 +118,29 @@ def calibrate(req: Request) -> dict:
         for key, value in dict(data.get("calibration") or {}).items()
     }
     placer = _Placer(out_dir, out.stem)
+    try:
+        _place_and_write(req, base, out, data, cal, placer, scalars)
+    except BaseException:
+        placer.undo()  # a failure leaves no copied table and no folder made for them
+        raise
+    return cal
+
+
+def _check_out(out: Path) -> None:
+    """The new file's path, checked before anything is copied: not a folder, and its folder
+    either there or creatable."""
+    if out.is_dir():
+        raise InputError(out, "--out", str(out), "is a folder; name the new YAML file")
+    folder = out.resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(out, "--out", str(out), f"cannot be written under {folder}")
+
+
+def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict, placer, scalars):
+    """Copy the measured files into place and write the new YAML (the caller undoes the copies
+    when this fails)."""
     if req.gemm:
         cal["gemm"] = placer.place(req.gemm, "")
     if req.gemm_model == NONE:
@@ -132,9 +158,7 @@ def calibrate(req: Request) -> dict:
     data["calibration"] = cal
     if req.name:
         data["name"] = req.name
-    _write_yaml(base, out, data, req)
-    _validate(out)
-    return cal
+    _write_yaml(base, out, data, req, placer)
 
 
 def _check_inputs(req: Request) -> None:
@@ -157,14 +181,17 @@ def read_measured(path: str, kind: Measured) -> dict[str, float]:
     for key, value in values.items():
         if key not in kind.keys:
             raise InputError(path, key, value, f"unknown key; a {kind.option} file holds {holds}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise InputError(path, key, value, f"must be a non-negative number of {kind.unit}")
+        number = not isinstance(value, bool) and isinstance(value, (int, float))
+        if not number or not 0 <= value < math.inf or value > 2**53:
+            raise InputError(
+                path, key, value, f"must be a finite non-negative number of {kind.unit}"
+            )
     return {key: float(value) for key, value in values.items()}
 
 
 def measured_source(path: str) -> list[str]:
     """The provenance comments of a measured-lines file (the profiler writes them first)."""
-    lines = [line.strip() for line in Path(path).read_text().splitlines()]
+    lines = [line.strip() for line in read_text(path).splitlines()]
     return [line for line in lines if line.startswith("#")] or [f"# from {path}"]
 
 
@@ -198,6 +225,33 @@ class _Placer:
 
     def __init__(self, out_dir: Path, name: str):
         self.out_dir, self.name, self.used = out_dir, name, {}
+        self.made: list[Path] = []
+        """Folders this placer created, outermost first (undo removes them)."""
+
+    def mkdir(self, folder: Path) -> None:
+        """folder and its missing parents, each remembered for undo."""
+        missing = []
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        for f in reversed(missing):
+            try:
+                f.mkdir()
+            except OSError as e:
+                raise InputError(
+                    f, "--out", str(f), f"cannot be made ({e.strerror or e})"
+                ) from None
+            self.made.append(f)
+
+    def undo(self) -> None:
+        """Remove the copies and the folders made for them (only if left empty)."""
+        for dest in self.used:
+            dest.unlink(missing_ok=True)
+        for folder in reversed(self.made):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
     def place(self, source: str, sub: str) -> str:
         """The path to write into the YAML for `source`, copying it when it lies elsewhere."""
@@ -210,40 +264,63 @@ class _Placer:
             i += 1
             dest = folder / str(i) / src.name
         if dest not in self.used:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
+            self.mkdir(dest.parent)
             self.used[dest] = src
+            try:
+                shutil.copyfile(src, dest)
+            except OSError as e:
+                raise InputError(
+                    dest, "--out", str(dest), f"cannot be written ({e.strerror or e})"
+                ) from None
         return _relative(dest, self.out_dir)
 
 
 # ---------------------------------------------------------------- writing the YAML
 
 
-def _write_yaml(base: Path, out: Path, data: dict, req: Request) -> None:
+def _write_yaml(base: Path, out: Path, data: dict, req: Request, placer) -> None:
     """Base text with the calibration entries replaced (comments kept); a plain dump if that
-    fails."""
+    fails. Written to a temporary name beside `out`, read back and loaded there, and only then
+    renamed into place: a failure leaves no new file and an existing one untouched."""
     header = [
         f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
         f"# command: {req.command}" if req.command else "",
     ]
     header = "\n".join(h for h in header if h) + "\n"
-    edited = _edit_calibration(base.read_text(), data, req)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if edited is not None:
-        out.write_text(header + edited)
-        if _reads_back(out, data):
-            return
-    out.write_text(
-        header + f"# (layout of {base.name} not kept: its comments are lost)\n" + yaml_text(data)
-    )
-    if not _reads_back(out, data):
-        out.unlink()
-        raise InputError(
-            base,
-            "file",
-            str(base),
-            "cannot be rewritten faithfully; edit the calibration section by hand",
+    edited = _edit_calibration(read_text(base), data, req)
+    placer.mkdir(out.resolve().parent)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        texts = [header + edited] if edited is not None else []
+        texts.append(
+            header
+            + f"# (layout of {base.name} not kept: its comments are lost)\n"
+            + yaml_text(data)
         )
+        for text in texts:
+            _write(tmp, text)
+            if _reads_back(tmp, data):
+                break
+        else:
+            raise InputError(
+                base,
+                "file",
+                str(base),
+                "cannot be rewritten faithfully; edit the calibration section by hand",
+            )
+        _validate(tmp, out)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise InputError(
+            path, "--out", str(path), f"cannot be written ({e.strerror or e})"
+        ) from None
 
 
 def _reads_back(out: Path, data: dict) -> bool:
@@ -345,14 +422,13 @@ def _dump_key(indent: str, key: str, value) -> str:
     return f"{indent}{key}: {yaml_flow(value)}"
 
 
-def _validate(out: Path) -> None:
-    """Load the new file and read every table it names; remove it when it does not load."""
+def _validate(tmp: Path, out: Path) -> None:
+    """Load the new file (at its temporary name) and read every table it names."""
     try:
-        CostModel(load_hardware(out))
+        CostModel(load_hardware(tmp))
     except (InputError, ValueError) as e:
-        out.unlink(missing_ok=True)
         raise InputError(
-            out, "calibration", None, f"the written file does not load ({e}); removed"
+            out, "calibration", None, f"the new file would not load ({e}); nothing written"
         ) from None
 
 

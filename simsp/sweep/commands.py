@@ -5,13 +5,14 @@ import argparse
 import json
 import sys
 
+from simsp.budget import DEFAULT_MAX_ACTIONS
 from simsp.errors import InputError
 
 from .compare import cmd_compare
 from .pareto import figure_page, pareto_figure
 from .rows import on_off, peak_gib, ranked, typed
 from .runner import Outcome, run_sweep
-from .spec import DEFAULT_KEEP, check_keep, load_spec
+from .spec import DEFAULT_KEEP, DEFAULT_MAX_GRID, check_keep, load_spec
 
 
 def best(rows: list[dict], k: int) -> list[dict]:
@@ -47,22 +48,43 @@ def summary(o: Outcome) -> str:
     c = o.counts
     return (
         f"{c.configs} configurations ({c.grid_points} grid points: {c.invalid} invalid, "
-        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b); {o.resumed} from an "
+        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b"
+        f"{f', {c.too_big} over --max-actions' if c.too_big else ''}); {o.resumed} from an "
         f"earlier run, {o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s"
     )
 
 
 def cmd_sweep(args) -> None:
     """`simsp sweep`: evaluate a spec's configurations, print the best that fit."""
-    spec = load_spec(args.spec)
-    if args.jobs is not None and args.jobs < 1:
-        raise InputError("--jobs", "jobs", args.jobs, "must be a positive integer")
+    from simsp.arguments import check_output
+
+    for flag in ("jobs", "max_grid", "max_actions"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise InputError(
+                f"--{flag.replace('_', '-')}", flag, value, "must be a positive integer"
+            )
+    if args.top < 0:
+        raise InputError("--top", "top", args.top, "must not be negative")
     if args.keep is not None:
         check_keep("--keep", "keep", args.keep)
-    if args.pareto and not args.pareto.endswith(".html"):
-        raise InputError(args.pareto, "--pareto", args.pareto, "must end in .html")
+    if args.pareto:
+        check_output(args.pareto, (".html",))  # before the sweep, not after it
+    if args.executor != "local" and not args.executor.startswith("dask://"):
+        raise InputError(
+            "--executor", "executor", args.executor, "must be local or dask://HOST:PORT"
+        )
+    spec = load_spec(args.spec)
     outcome = run_sweep(
-        spec, args.out, args.executor, args.jobs, args.screen, args.keep, not args.no_progress
+        spec,
+        args.out,
+        args.executor,
+        args.jobs,
+        args.screen,
+        args.keep,
+        not args.no_progress,
+        args.max_grid,
+        args.max_actions,
     )
     print(summary(outcome), file=sys.stderr)
     top = best(outcome.rows, args.top)
@@ -98,7 +120,12 @@ def register(sub) -> None:
     p.add_argument(
         "--out", metavar="FILE.csv|FILE.parquet", help="rows, appended as they finish; resumed"
     )
-    p.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT")
+    p.add_argument(
+        "--executor",
+        default="local",
+        metavar="local|dask://HOST:PORT",
+        help="where event simulations run: a local process pool, or an existing Dask cluster",
+    )
     p.add_argument("--jobs", type=int, help="local worker processes (default: all CPUs)")
     p.add_argument(
         "--top", type=int, default=10, help="how many of the best fitting configurations to print"
@@ -114,6 +141,21 @@ def register(sub) -> None:
         help=f"share kept by --screen (default {DEFAULT_KEEP}, or the spec's keep)",
     )
     p.add_argument("--pareto", metavar="OUT.html", help="time vs peak memory figure")
+    p.add_argument(
+        "--max-grid",
+        type=int,
+        default=DEFAULT_MAX_GRID,
+        metavar="N",
+        help=f"most grid points to enumerate (default {DEFAULT_MAX_GRID:,})",
+    )
+    p.add_argument(
+        "--max-actions",
+        type=int,
+        default=DEFAULT_MAX_ACTIONS,
+        metavar="N",
+        help="skip configurations of more stage x chunk x microbatch actions "
+        f"(default {DEFAULT_MAX_ACTIONS:,})",
+    )
     p.add_argument("--json", action="store_true", help="print the best rows as a JSON list")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)

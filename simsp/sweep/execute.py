@@ -6,6 +6,7 @@ Each evaluation maps a picklable task (key, workload, hardware) to an output row
 
 import math
 import os
+import time
 
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
@@ -90,22 +91,55 @@ def _work(task: tuple) -> int:
     return w.parallel.pp * w.parallel.chunks * w.microbatches
 
 
+def _end_with_parent(parent_pid: int) -> None:
+    """Pool worker initializer: the worker ends when the sweep that started it does, even when
+    the sweep is killed outright (SIGKILL leaves a pool's workers blocked on their queue):
+    Linux's parent-death signal where there is one, and a watch on the parent pid everywhere."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    import threading
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="simsp-parent-watch").start()
+
+
 def _local(tasks: list, jobs: int):
-    """Rows in completion order from a process pool (in this process when one job or task)."""
+    """Rows in task order from a process pool (in this process when one job or task); results
+    that finish early wait for those before them, so the output's order is the same every run."""
     if jobs <= 1 or len(tasks) <= 1:
         for t in tasks:
             yield evaluate_event(t)
         return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, initializer=_end_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         futures = [pool.submit(evaluate_event, t) for t in tasks]
         try:
-            for f in as_completed(futures):
+            for f in futures:
                 yield f.result()
         finally:
             for f in futures:
                 f.cancel()
+
+
+def local_jobs(jobs: int | None, tasks: int) -> int:
+    """Worker processes for a local pool: as asked (default all CPUs), but never more than the
+    tasks or the CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(jobs or cpus or 1, tasks, cpus or 1))
 
 
 def dask_address(executor: str) -> str:
@@ -115,9 +149,9 @@ def dask_address(executor: str) -> str:
 
 
 def _dask(tasks: list, executor: str):
-    """Rows in completion order from a dask.distributed scheduler."""
+    """Rows in task order from a dask.distributed scheduler."""
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
         raise InputError(
             "--executor",
@@ -133,7 +167,7 @@ def _dask(tasks: list, executor: str):
         ) from None
     try:
         futures = client.map(evaluate_event, tasks, pure=False)
-        for f in as_completed(futures):
+        for f in futures:  # in task order, so the output's order is the same every run
             yield f.result()
     finally:
         client.close()
@@ -143,7 +177,7 @@ def executor_rows(tasks: list, executor: str = "local", jobs: int | None = None)
     """Evaluate tasks by event simulation on the chosen executor; yields rows as they finish."""
     tasks = sorted(tasks, key=_work, reverse=True)  # longest first: shorter tail
     if executor == "local":
-        yield from _local(tasks, jobs or os.cpu_count() or 1)
+        yield from _local(tasks, local_jobs(jobs, len(tasks)))
     elif executor.startswith("dask://"):
         yield from _dask(tasks, executor)
     else:

@@ -2,6 +2,7 @@
 configurations that fit, as a plotly figure spec (a plain dict; the timeline package draws it,
 so this module imports no plotly)."""
 
+import html
 import math
 
 from simsp.units import GIB
@@ -30,8 +31,10 @@ def pareto_front(rows: list[dict]) -> list[dict]:
 
 
 def _hover(r: dict) -> str:
+    """The hover text of a point (plotly's pseudo-HTML: the names in it escaped)."""
     return (
-        f"{r['hardware']}<br>{describe_row(r)}<br>{float(r['iteration_time_s']):.3f} s, "
+        f"{html.escape(r['hardware'])}<br>{html.escape(describe_row(r))}<br>"
+        f"{float(r['iteration_time_s']):.3f} s, "
         f"MFU {float(r['mfu']):.1%}<br>peak {peak_gib(r):.2f} GiB "
         f"({'fits' if r['fits'] == 'true' else 'does not fit'}), {r['tier']}"
     )
@@ -101,7 +104,9 @@ def pareto_figure(rows: list[dict], title: str = "sweep") -> dict:
             "xref": "x",
             "yref": "paper",
             "x": math.log10(c / GIB),  # annotations on a log axis take log10
-            # "y": 1, "yanchor": "bottom", "showarrow": False,
+            "y": 1,
+            "yanchor": "bottom",
+            "showarrow": False,
             "text": f"HBM {c / GIB:.0f} GiB",
             "font": {"color": "#D62728"},
         }
@@ -110,15 +115,50 @@ def pareto_figure(rows: list[dict], title: str = "sweep") -> dict:
     return {
         "data": data,
         "layout": {
-            "title": {"text": title},
+            "title": {"text": html.escape(title)},
             "template": "plotly_white",
             "hovermode": "closest",
-            "xaxis": {"title": {"text": "peak HBM per GPU (GiB, log scale)"}, "type": "log"},
+            "xaxis": {
+                "title": {"text": "peak HBM per GPU (GiB, log scale)"},
+                "type": "log",
+                **_gib_axis([peak_gib(r) for r in rows], [c / GIB for c in capacities]),
+            },
             "yaxis": {"title": {"text": "iteration time (s)"}, "type": "log"},
             "legend": {"title": {"text": "recompute, SP"}},
             "shapes": shapes,
             "annotations": notes,
         },
+    }
+
+
+NEAR_HBM = 16.0
+"""The x range reaches at most this factor below and above the HBM line(s): configurations
+needing a sixteenth of the HBM or sixteen times it are far from the question the figure asks
+(which configurations just fit), and a range spent on them squeezes those near the line."""
+
+
+def _gib_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 steps in GiB from lo to hi."""
+    ticks, decade = [], 10 ** math.floor(math.log10(lo))
+    while decade <= hi:
+        ticks += [m * decade for m in (1, 2, 5) if lo <= m * decade <= hi]
+        decade *= 10
+    return ticks
+
+
+def _gib_axis(xs: list[float], capacities: list[float]) -> dict:
+    """The log x axis in GiB: its range around the HBM lines (and the data within NEAR_HBM of
+    them), a labelled tick at every 1-2-5 step ("64 GiB", not plotly's bare "2" and "5")."""
+    xs = [x for x in xs if x > 0]
+    if not xs or not capacities:
+        return {}
+    lo = max(min(xs + capacities), min(capacities) / NEAR_HBM) / 1.15
+    hi = min(max(xs + capacities), max(capacities) * NEAR_HBM) * 1.15
+    ticks = _gib_ticks(lo, hi)
+    return {
+        "range": [math.log10(lo), math.log10(hi)],
+        "tickvals": ticks,
+        "ticktext": [f"{t:g} GiB" for t in ticks],
     }
 
 

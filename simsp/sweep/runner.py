@@ -4,10 +4,19 @@ asked, event-simulate the rest on an executor, and write each row as it finishes
 import time
 from dataclasses import dataclass
 
+from simsp.budget import DEFAULT_MAX_ACTIONS
+
 from .execute import executor_rows, screen
 from .progress import Progress
 from .rows import row_key
-from .spec import Counts, SweepSpec, enumerate_configs
+from .spec import (
+    DEFAULT_MAX_GRID,
+    Counts,
+    SweepSpec,
+    check_grid_size,
+    check_some_valid,
+    enumerate_configs,
+)
 from .store import Output
 
 
@@ -34,13 +43,19 @@ def run_sweep(
     screening: bool = False,
     keep: float | None = None,
     progress: bool = True,
+    max_grid: int = DEFAULT_MAX_GRID,
+    max_actions: int = DEFAULT_MAX_ACTIONS,
 ) -> Outcome:
-    """Enumerate, skip what the output already holds, evaluate the rest, write rows as they
-    finish."""
+    """Check the output path and count the grid, enumerate, skip what the output already holds,
+    evaluate the rest, write rows as they finish. InputError, before any evaluation, for an
+    output that cannot be written or is not a sweep's, a grid past max_grid, or a grid with no
+    valid configuration."""
     t0 = time.perf_counter()
-    configs, counts = enumerate_configs(spec)
-    wanted = {c.key for c in configs}
     output = Output(out)
+    check_grid_size(spec, max_grid)
+    configs, counts = enumerate_configs(spec, max_actions)
+    check_some_valid(spec, counts)
+    wanted = {c.key for c in configs}
     done = {}
     for r in output.existing():
         done.setdefault(row_key(r), r)

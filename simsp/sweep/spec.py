@@ -9,11 +9,13 @@ interleaved with one chunk) are kept once.
 
 import dataclasses
 import itertools
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simsp.errors import InputError
+from simsp.budget import DEFAULT_MAX_ACTIONS, work
+from simsp.errors import InputError, short_repr
 from simsp.hardware import HardwareSpec
 from simsp.knobs import CHOICES as KNOB_CHOICES
 from simsp.knobs import KNOBS, parse_bias
@@ -32,6 +34,9 @@ CHOICES = {
     key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES
 }
 SPEC_KEYS = ("name", "workload", "hardware", "gpus", "grid", "keep")
+DEFAULT_MAX_GRID = 1_000_000
+"""Grid points a sweep enumerates at most (--max-grid raises it): counted from the list lengths
+before enumerating, since a grid of a dozen 64-value lists would otherwise enumerate forever."""
 DEFAULT_KEEP = 0.25
 """--screen: the share of fitting configurations (best by closed-form time) simulated as events."""
 
@@ -72,6 +77,26 @@ def resolve(spec_path: Path, key: str, value) -> Path:
     raise InputError(spec_path, key, value, f"no such file (looked in . and {spec_path.parent})")
 
 
+def _grid_value(file, key: str, v):
+    """One grid value checked as the workload file's own key would be (config's scalar rules:
+    finite, at most 2**53, the right type), plus the key's named choices."""
+    from simsp.config import check_scalar
+
+    kind = GRID_KEYS[key][2]
+    if key in CHOICES:
+        named = isinstance(v, str) or (kind is str and isinstance(v, bool))
+        if not named or str(v).lower() not in CHOICES[key]:
+            raise InputError(file, f"grid.{key}", v, f"must be one of {', '.join(CHOICES[key])}")
+        return v
+    if kind is int and not positive_int(v):
+        raise InputError(file, f"grid.{key}", v, "must be a positive integer")
+    if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+        raise InputError(file, f"grid.{key}", v, "must be a non-negative number")
+    if kind is str and not isinstance(v, str):
+        raise InputError(file, f"grid.{key}", v, "must be a string")
+    return check_scalar(file, f"grid.{key}", v, kind, allow_zero=kind is float)
+
+
 def _grid_values(file, key, values) -> tuple:
     """One grid entry checked: a non-empty list of values of the key's type."""
     if key not in GRID_KEYS:
@@ -81,24 +106,32 @@ def _grid_values(file, key, values) -> tuple:
     values = values if isinstance(values, list) else [values]
     if not values:
         raise InputError(file, f"grid.{key}", values, "must list at least one value")
-    kind = GRID_KEYS[key][2]
     for v in values:
-        if kind is bool and not isinstance(v, bool):
-            raise InputError(file, f"grid.{key}", v, "must be true or false")
-        if kind is int and not positive_int(v):
-            raise InputError(file, f"grid.{key}", v, "must be a positive integer")
-        if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
-            raise InputError(file, f"grid.{key}", v, "must be a non-negative number")
-        if key in CHOICES and str(v).lower() not in CHOICES[key]:
-            raise InputError(file, f"grid.{key}", v, f"must be one of {', '.join(CHOICES[key])}")
-        if kind is str and key not in CHOICES and not isinstance(v, str):
-            raise InputError(file, f"grid.{key}", v, "must be a string")
+        _grid_value(file, key, v)
     return tuple(dict.fromkeys(values))  # drop repeats, keep order
+
+
+def grid_points(spec: "SweepSpec") -> int:
+    """Grid combinations times hardware files, counted without enumerating them."""
+    return math.prod(len(v) for _, v in spec.grid) * len(spec.hardware)
+
+
+def check_grid_size(spec: "SweepSpec", limit: int) -> None:
+    """InputError, before enumerating, when the grid holds more than limit points."""
+    n = grid_points(spec)
+    if n > limit:
+        sizes = " x ".join(f"{len(v)} {k}" for k, v in spec.grid)
+        raise InputError(
+            spec.source,
+            "grid",
+            f"{sizes} x {len(spec.hardware)} hardware",
+            f"is {n:,} grid points, over the limit of {limit:,} (--max-grid raises it)",
+        )
 
 
 def load_spec(path) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule."""
-    from simsp.config import load_hardware, load_workload, read_yaml
+    from simsp.config import check_scalar, load_hardware, load_workload, read_yaml
 
     path = Path(path)
     data = read_yaml(path)
@@ -108,8 +141,12 @@ def load_spec(path) -> SweepSpec:
     if "workload" not in data:
         raise InputError(path, "workload", None, "is required")
     workload = load_workload(resolve(path, "workload", data["workload"]))
+    if "name" in data:
+        check_scalar(path, "name", data["name"], str, False)
     hw_paths = data.get("hardware")
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
+    if not hw_paths:
+        raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
     hardware = tuple(
         load_hardware(resolve(path, "hardware", p) if p is not None else None) for p in hw_paths
     )
@@ -121,6 +158,7 @@ def load_spec(path) -> SweepSpec:
     gpus = data.get("gpus", workload.parallel.gpus)
     if not positive_int(gpus):
         raise InputError(path, "gpus", gpus, "must be a positive integer")
+    check_scalar(path, "gpus", gpus, int, False)
     grid = data.get("grid") or {}
     if not isinstance(grid, dict):
         raise InputError(path, "grid", grid, "must map setting names to lists of values")
@@ -164,7 +202,11 @@ class Counts:
     """Skipped: the same run as an earlier configuration."""
     fallback: int = 0
     """Inherited interleaved schedule run as 1F1B."""
+    too_big: int = 0
+    """Skipped: more pipeline actions than --max-actions."""
     configs: int = 0
+    reason: str = ""
+    """Why the first skipped configuration was skipped (for a grid with none valid)."""
 
 
 def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
@@ -224,35 +266,53 @@ def _normalised(w: Workload) -> Workload:
     return w
 
 
-def _valid(w: Workload, source: str) -> bool:
+def _broken(w: Workload, source: str) -> str | None:
+    """The rule a configuration breaks, as its one-line message; None when valid."""
     try:
         validate(w, source)
-    except InputError:
-        return False
-    return True
+    except InputError as e:
+        return f"{e.key}={short_repr(e.value)}: {e.rule}"
+    return None
 
 
-def enumerate_configs(spec: SweepSpec) -> tuple[list[Config], Counts]:
-    """Every valid, distinct configuration of the spec, in grid order, and what was skipped."""
+def _first(counts: "Counts", reason: str | None) -> None:
+    if reason and not counts.reason:
+        counts.reason = reason
+
+
+def enumerate_configs(
+    spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS
+) -> tuple[list[Config], Counts]:
+    """Every valid, distinct configuration of the spec, in grid order, and what was skipped
+    (configurations over max_actions are skipped as too big to simulate)."""
     counts, seen, out = Counts(), set(), []
     keys = [k for k, _ in spec.grid]
     explicit_schedule = "schedule" in keys
     for hw in spec.hardware:
         for combo in itertools.product(*(v for _, v in spec.grid)):
             counts.grid_points += 1
-            w = _variant(spec.workload, dict(zip(keys, combo, strict=True)), spec.gpus)
-            if (
-                w is not None
-                and not _valid(w, spec.source)
-                and not explicit_schedule
-                and w.parallel.schedule == "interleaved"
-            ):
-                w = _as_1f1b(w)
-                counts.fallback += _valid(w, spec.source)
-            if w is None or not _valid(w, spec.source):
+            values = dict(zip(keys, combo, strict=True))
+            w = _variant(spec.workload, values, spec.gpus)
+            if w is None:
                 counts.invalid += 1
+                _first(counts, f"tp x pp does not divide the {spec.gpus} GPUs ({values})")
+                continue
+            broken = _broken(w, spec.source)
+            if broken and not explicit_schedule and w.parallel.schedule == "interleaved":
+                w = _as_1f1b(w)
+                fixed = _broken(w, spec.source)
+                counts.fallback += fixed is None
+                broken = fixed
+            if broken:
+                counts.invalid += 1
+                _first(counts, broken)
                 continue
             w = _normalised(w)
+            size = work(w)
+            if size.actions > max_actions:
+                counts.too_big += 1
+                _first(counts, f"{describe_config(w)}: {size.describe()}, over --max-actions")
+                continue
             key = config_key(w, hw)
             if key in seen:
                 counts.duplicates += 1
@@ -261,3 +321,21 @@ def enumerate_configs(spec: SweepSpec) -> tuple[list[Config], Counts]:
             out.append(Config(key, w, hw))
     counts.configs = len(out)
     return out, counts
+
+
+def describe_config(w: Workload) -> str:
+    """A configuration's parallel settings in a few words (for why it was skipped)."""
+    p = w.parallel
+    return f"tp={p.tp} pp={p.pp} dp={p.dp} b={w.training.micro_batch} B={w.training.global_batch}"
+
+
+def check_some_valid(spec: SweepSpec, counts: Counts) -> None:
+    """InputError saying why when no configuration of the grid is valid."""
+    if counts.configs == 0:
+        raise InputError(
+            spec.source,
+            "grid",
+            f"{counts.grid_points} grid points",
+            f"no valid configuration ({counts.invalid} invalid, {counts.too_big} too big); "
+            f"the first: {counts.reason or 'the grid is empty'}",
+        )

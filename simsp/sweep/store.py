@@ -7,9 +7,11 @@ killed sweep resumes without losing or duplicating a row.
 
 import csv
 import io
+import os
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.textfile import decode, read_bytes
 
 from .rows import COLUMNS, fmt, typed
 
@@ -20,26 +22,49 @@ def _csv_line(row: dict) -> str:
     return buf.getvalue()
 
 
+HEADER = ",".join(COLUMNS)
+
+
+def _foreign(path: Path, first: str) -> InputError:
+    return InputError(
+        path,
+        "columns",
+        first,
+        "an existing file that is not this sweep's output (other columns); it is left as it "
+        "is: choose another --out or remove it",
+    )
+
+
+def _own_text(path: Path) -> str:
+    """An existing output's text, refused (and left untouched) unless its first line is
+    simsp's header or, for a write killed in the header, the start of it."""
+    data = read_bytes(path)
+    first = data.split(b"\n", 1)[0]
+    complete = b"\n" in data
+    try:
+        first_text = first.decode()
+    except UnicodeDecodeError:
+        raise _foreign(path, repr(first[:40])) from None
+    ours = first_text == HEADER if complete else HEADER.startswith(first_text)
+    if not ours:
+        raise _foreign(path, first_text)
+    return decode(path, data)
+
+
 def read_csv_rows(path: Path) -> list[dict]:
-    """Rows of an existing output; a trailing partial line (a killed write) is cut off the file."""
+    """Rows of an existing output; a trailing partial line (a killed write) is cut off the file.
+    A file that is not a sweep output is refused before anything in it is changed."""
     if not path.exists():
         return []
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]
+    text = _own_text(path)
+    if text and not text.endswith("\n"):
+        keep = text[: text.rfind("\n") + 1]
         with open(path, "r+b") as f:
-            f.truncate(len(data))
-    lines = data.decode().splitlines()
+            f.truncate(len(keep.encode()))
+        text = keep
+    lines = text.splitlines()
     if not lines:
         return []
-    header = next(csv.reader([lines[0]]))
-    if tuple(header) != COLUMNS:
-        raise InputError(
-            path,
-            "columns",
-            ",".join(header)[:80] + "...",
-            "an existing output with other columns; choose another --out or remove it",
-        )
     return [
         dict(zip(COLUMNS, r, strict=True)) for r in csv.reader(lines[1:]) if len(r) == len(COLUMNS)
     ]
@@ -80,6 +105,21 @@ def _pyarrow():
     return pyarrow
 
 
+def _parquet_rows(path: Path) -> list[dict]:
+    """Rows of an existing Parquet output; one that is not Parquet, or not this sweep's, is
+    refused and left as it is."""
+    pa = _pyarrow()
+    try:
+        table = pa.parquet.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(
+            path, "--out", str(path), f"is not a Parquet file ({str(e)[:60]})"
+        ) from None
+    if tuple(table.column_names) != COLUMNS:
+        raise _foreign(path, ",".join(table.column_names))
+    return [{c: fmt(r[c]) for c in COLUMNS} for r in table.to_pylist()]
+
+
 class Output:
     """Where rows go: a CSV written row by row, or Parquet (journaled to a CSV beside it while
     running, written whole at the end); None keeps rows in memory only."""
@@ -95,6 +135,12 @@ class Output:
             self.path.with_name(self.path.name + ".partial.csv") if self.parquet else self.path
         )
         self.sink = None
+        if self.path:
+            from simsp.arguments import check_output
+
+            check_output(self.path)  # before any configuration is evaluated
+            if self.journal.exists():
+                _own_text(self.journal)
 
     def existing(self) -> list[dict]:
         """Rows already written by an earlier run of the same output."""
@@ -102,8 +148,7 @@ class Output:
             return []
         rows = []
         if self.parquet and self.path.exists():
-            pq = _pyarrow().parquet
-            rows = [{c: fmt(r[c]) for c in COLUMNS} for r in pq.read_table(self.path).to_pylist()]
+            rows = _parquet_rows(self.path)
         return rows + read_csv_rows(self.journal)
 
     def write(self, row: dict) -> None:
@@ -119,5 +164,7 @@ class Output:
         if self.parquet and (self.journal.exists() or not self.path.exists()):
             pa = _pyarrow()
             table = pa.Table.from_pylist([typed(r) for r in rows])
-            pa.parquet.write_table(table, self.path)
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            pa.parquet.write_table(table, tmp)  # whole, then renamed into place
+            os.replace(tmp, self.path)
             self.journal.unlink(missing_ok=True)

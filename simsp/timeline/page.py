@@ -87,8 +87,9 @@ def _title(result, view: View) -> dict:
     from simsp.report import describe
 
     w, hw = result.workload, result.hardware
+    names = html_module.escape(f"{w.name} on {hw.name}")  # plotly's pseudo-HTML: escaped
     head = (
-        f"<b>{w.name} on {hw.name}</b> — iteration {result.iteration_time_s:.3f} s, MFU "
+        f"<b>{names}</b> — iteration {result.iteration_time_s:.3f} s, MFU "
         f"{result.mfu():.1%}, peak HBM {result.memory.peak_bytes / GIB:.1f} of "
         f"{result.memory.capacity_bytes / GIB:.0f} GiB"
     )
@@ -100,7 +101,9 @@ def _title(result, view: View) -> dict:
         yanchor="top",
         yref="container",
         font=dict(size=18),
-        subtitle=dict(text=describe(w, hw).split(": ", 1)[-1], font=dict(size=13)),
+        subtitle=dict(
+            text=html_module.escape(describe(w, hw).split(": ", 1)[-1]), font=dict(size=13)
+        ),
     )
 
 

@@ -13,10 +13,17 @@ PAGE_CSS = (
 
 
 def figure_html(spec: dict) -> str:
-    """A self-contained page (plotly.js inline) of a figure given as plotly JSON."""
+    """A self-contained page (plotly.js inline) of a figure given as plotly JSON, its <title>
+    the figure's title with its HTML escaped (the title holds user names: a workload called
+    `</title><script>` stays text)."""
+    import re
+
     import plotly.graph_objects as go
 
-    return go.Figure(spec).to_html(include_plotlyjs=True, full_html=True)
+    page = go.Figure(spec).to_html(include_plotlyjs=True, full_html=True)
+    title = ((spec.get("layout") or {}).get("title") or {}).get("text") or "simsp"
+    text = html.escape(html.unescape(re.sub(r"<[^>]*>", "", title)))
+    return page.replace("<head>", f"<head><title>{text}</title>", 1)
 
 
 def _table(head: list, rows: list[list]) -> str:

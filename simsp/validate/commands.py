@@ -3,10 +3,12 @@ and scatter page."""
 
 import argparse
 import csv
+import io
 import json
 import sys
 from pathlib import Path
 
+from simsp.arguments import write_text
 from simsp.errors import InputError
 from simsp.knobs import KNOBS, values_of
 from simsp.validate.cases import SETS
@@ -108,11 +110,12 @@ def write_outputs(v: Validation, out_dir) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         csv_path, html_path = out / "cases.csv", out / "scatter.html"
         html = scatter_html(v)
-        with open(csv_path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(case_rows(v))
-        html_path.write_text(html, encoding="utf-8")
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(case_rows(v))
+        write_text(csv_path, buf.getvalue())  # each whole, or the old file kept
+        write_text(html_path, html)
     except OSError as e:
         raise InputError(
             out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})"

@@ -1,0 +1,75 @@
+"""Reading a user's file as text, bounded: every input file (workload, hardware, sweep spec,
+calibration table, nccl-tests log, config.json) comes through `read_text`.
+
+A path may name anything: `/dev/zero` reads without end and a FIFO blocks until a writer comes,
+so only regular files are read; a file past `MAX_BYTES` would be parsed into many times its
+size in memory, so it is refused before it is read; bytes that are not UTF-8 text are named
+(where and which) instead of surfacing as a codec traceback.
+"""
+
+import os
+import stat
+from pathlib import Path
+
+from simsp.errors import InputError
+
+MAX_BYTES = 32 << 20
+"""The largest input file read: a hundred times the largest calibration table shipped."""
+
+
+def _regular_size(path: Path) -> int:
+    """The size of a regular file, or InputError saying why path is not one."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(path, "file", str(path), "is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            path, "file", str(path), "is not a regular file (a device, FIFO or socket)"
+        )
+    return st.st_size
+
+
+def _too_big(path: Path, size: int) -> InputError:
+    return InputError(
+        path,
+        "file",
+        str(path),
+        f"is {size / 2**20:.0f} MiB; inputs are limited to {MAX_BYTES >> 20} MiB",
+    )
+
+
+def read_bytes(path, limit: int = MAX_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit` of them, or InputError naming the file."""
+    path = Path(path)
+    size = _regular_size(path)
+    if size > limit:
+        raise _too_big(path, size)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(path, "file", str(path), f"cannot be read ({e.strerror or e})") from None
+    if len(data) > limit:  # grew while being read
+        raise _too_big(path, len(data))
+    return data
+
+
+def decode(path, data: bytes) -> str:
+    """UTF-8 text (a byte-order mark allowed), or InputError naming the first bad byte."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise InputError(path, "file", str(path), f"is binary, not text (a NUL byte at {nul})")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            path, "file", str(path), f"is not UTF-8 text (byte 0x{data[e.start]:02x} at {e.start})"
+        ) from None
+
+
+def read_text(path, limit: int = MAX_BYTES) -> str:
+    """A regular file's UTF-8 text, bounded; InputError names the file and the problem."""
+    return decode(path, read_bytes(path, limit))
