@@ -40,7 +40,8 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
     return (
         f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
         f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} "
-        f"{schedule_name(p)}{chunks} {parallel_extras(p)}b={w.training.micro_batch} B={w.training.global_batch}"
+        f"{schedule_name(p)}{chunks} {parallel_extras(p)}"
+        f"b={w.training.micro_batch} B={w.training.global_batch}"
     )
 
 
