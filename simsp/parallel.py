@@ -155,6 +155,8 @@ class ParallelSpec:
 
     def stage_layers(self, layers: int, stage: int) -> int:
         """Transformer layers on one pipeline stage, all its chunks together."""
+        if not self.uneven:
+            return layers // self.pp
         from simsp.schedule import virtual_stage
 
         counts = split_layers(self, layers)
