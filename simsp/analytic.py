@@ -252,21 +252,15 @@ def _canonical(model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int)
     )
 
 
+def _memo_key(w: Workload, cost, lay) -> tuple:
+    """What a layer's and the end stages' costs depend on, hashable."""
+    par = w.parallel.for_layer()
+    return (w.model, par, w.training.micro_batch, cost.hw, lay.placement(*LAYER_GROUPS))
+
+
 MEMOISED = Parts(
-    layer=lambda w, cost, lay: _layer(
-        w.model,
-        w.parallel.for_layer(),
-        w.training.micro_batch,
-        cost.hw,
-        lay.placement(*LAYER_GROUPS),
-    ),
-    ends=lambda w, cost, lay: _ends(
-        w.model,
-        w.parallel.for_layer(),
-        w.training.micro_batch,
-        cost.hw,
-        lay.placement(*LAYER_GROUPS),
-    ),
+    layer=lambda w, cost, lay: _layer(*_memo_key(w, cost, lay)),
+    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay)),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
 batch, the hardware and the placement: a sweep over pp, dp and schedules costs each layer once."""

@@ -41,8 +41,6 @@ KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blin
     "pp_recv": ("PP recv", "#8CD17D"),
     "dp_allreduce": ("DP gradient reduction", "#EECA3B"),
     "param_gather": ("parameter all-gather", "#B6992D"),
-    "cp_comm": ("CP ring / all-to-all", "#D37295"),
-    "fsdp_comm": ("FSDP gather / reduce-scatter", "#79706E"),
     "optimizer": ("optimizer", "#9D755D"),
     "host_wait": ("waiting for the host (framework floor)", "#C7C7C7"),
     "idle": ("idle / bubble", "#D9D9D9"),
