@@ -168,7 +168,7 @@ def simulate(plan: Plan) -> Simulation:
     barrier = max(run.done)
     for s in range(plan.p):
         run.span(s, "compute", "optimizer", "optimizer step", barrier, plan.optimizer_s[s])
-        gather = plan.step_s[s] - plan.optimizer_s[s]
+        gather = plan.gather_s[s]
         if gather > 0:
             start = barrier + plan.optimizer_s[s]
             run.span(s, "dp_comm", "param_gather", "parameter all-gather", start, gather)

@@ -89,6 +89,11 @@ class StageCosts:
     def placement(self) -> str:
         return schedule.REGISTRY[self.schedule].placement
 
+    @cached_property
+    def gather_s(self) -> tuple[float, ...]:
+        """param_gather_s, zeros without the distributed optimizer."""
+        return self.param_gather_s or (0.0,) * self.p
+
     @property
     def dp_label(self) -> str:
         """What the gradient reduction is called on the timeline."""
@@ -98,8 +103,7 @@ class StageCosts:
     def step_s(self) -> tuple[float, ...]:
         """What follows the gradient barrier on each stage: the optimizer step and the exposed
         parameter all-gather; the iteration ends with the slowest."""
-        gather = self.param_gather_s or (0.0,) * self.p
-        return tuple(o + g for o, g in zip(self.optimizer_s, gather, strict=True))
+        return tuple(o + g for o, g in zip(self.optimizer_s, self.gather_s, strict=True))
 
     @cached_property
     def last_stage(self) -> int:
@@ -290,20 +294,22 @@ def stage_costs(
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
     chunks = chunk_costs(w, lt, ends, rest, sharded)
+    p2p = ends[4] if p > 1 else 0.0
+    buckets = tuple(gradient_buckets(n, par, s) for s, n in enumerate(params))
     costs = StageCosts(
         p=p,
         v=par.chunks,
         m=w.microbatches,
         chunks=chunks,
-        p2p_s=ends[4] if p > 1 else 0.0,
+        p2p_s=p2p,
         dp_s=(0.0,) * p  # FSDP reduces each layer's gradients as its backward ends
         if par.fsdp
         else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
         overlap_dp=par.overlap_grad_reduce,
-        dp_buckets=tuple(gradient_buckets(n, par, s) for s, n in enumerate(params)),
+        dp_buckets=buckets,
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
-        param_gather_s=_param_gather(w, cost, lay, params, chunks)
+        param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p)
         if par.distributed_optimizer
         else (),
         schedule=par.schedule,
@@ -312,19 +318,21 @@ def stage_costs(
     return costs, lt, params
 
 
-def _param_gather(w: Workload, cost: CostModel, lay: Layout, params, chunks) -> tuple:
+def _param_gather(
+    w: Workload, cost: CostModel, lay: Layout, params, chunks, buckets, p2p_s: float
+) -> tuple:
     """param_gather_exposed_s for each stage: the forward before the last bucket is one chunk's
     (v = 1), or the warm-up's p forwards of the chunk before (interleaved); the fill is the
     forwards and sends of the stages before."""
     par, p = w.parallel, w.parallel.pp
+    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s]))
+    warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
     fill, out = 0.0, []
     for s in range(p):
-        vs = schedule.virtual_stage(p, s, 0, par.placement)
-        forward = chunks[vs].forward_s * (1 if par.chunks == 1 else min(p, w.microbatches))
-        gather = st.param_gather_s(w, cost, lay, params[s])
-        buckets = gradient_buckets(params[s], par, s)
-        out.append(param_gather_exposed_s(gather, buckets, par.overlap_param_gather, forward, fill))
-        fill += chunks[vs].forward_s + (st.p2p_s(w, cost, lay) if p > 1 else 0.0)
+        first = chunks[schedule.virtual_stage(p, s, 0, par.placement)].forward_s
+        overlap = par.overlap_param_gather
+        out.append(param_gather_exposed_s(gathers[s], buckets[s], overlap, first * warmup, fill))
+        fill += first + p2p_s
     return tuple(out)
 
 

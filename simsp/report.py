@@ -180,20 +180,11 @@ class Result:
         spans = [s for s in self.sim.spans if s.stage == stage]
         passes = [s for s in spans if s.kind in PASS_TP]
         plan = self.plan
-        tp = sum(
-            getattr(
-                plan.chunks[virtual_stage(plan.p, stage, s.chunk, plan.placement)], PASS_TP[s.kind]
-            )
-            for s in passes
-        )
-        sharded = sum(
-            getattr(
-                plan.chunks[virtual_stage(plan.p, stage, s.chunk, plan.placement)],
-                PASS_FSDP[s.kind],
-            )
-            for s in passes
-            if s.kind in PASS_FSDP
-        )
+        tp = sharded = 0.0
+        for span in passes:
+            chunk = plan.chunks[virtual_stage(plan.p, stage, span.chunk, plan.placement)]
+            tp += getattr(chunk, PASS_TP[span.kind])
+            sharded += getattr(chunk, PASS_FSDP[span.kind]) if span.kind in PASS_FSDP else 0.0
         compute = sum(s.dur_s for s in passes) - tp - sharded
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
         busy_end = max(
@@ -204,8 +195,7 @@ class Result:
             ),
             default=0.0,
         )
-        gather = self.plan.step_s[stage] - self.plan.optimizer_s[stage]
-        dp = self.sim.stage_done_s[stage] - busy_end + gather
+        dp = self.sim.stage_done_s[stage] - busy_end + self.plan.gather_s[stage]
         opt = self.plan.optimizer_s[stage]
         bubble = self.iteration_time_s - (compute + tp + sharded + pp + dp + opt)
         return {

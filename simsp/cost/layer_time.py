@@ -20,43 +20,18 @@ from functools import cached_property
 
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_shapes
+from simsp.cost.overlap import (
+    RS_SPLITS,
+    ring_exposed_s,
+    shared_sms_s,
+    split_overlap_ag_s,
+    split_overlap_rs_s,
+)
 from simsp.layer import Attention, Op
 from simsp.layout import Placement
 from simsp.parallel import ParallelSpec
 
 PHASES = ("forward", "recompute", "backward", "input", "weight")
-RS_SPLITS = 4
-"""GEMM chunks of a pipelined reduce-scatter overlap (TE 2.5 module/base.py
-get_default_config: num_splits 4 for the pipeline method)."""
-
-
-def split_overlap_ag_s(gemm_s: float, comm_s: float, t: int) -> float:
-    """Exposed seconds of an all-gather overlapped with the GEMM that consumes it by ring
-    exchange (TE 2.5 comm_gemm_overlap.cpp CommOverlapP2PBase::split_overlap_ag): the GEMM is
-    split into t chunks (num_splits = tp size); while it computes on the chunk a rank holds, that
-    chunk goes to the next rank and the next one comes from the previous: t - 1 transfers of 1/t
-    of the gathered input each, on copy engines (use_ce, so the GEMM keeps all its SMs). Each of
-    the first t - 1 steps lasts the longer of a GEMM chunk (g/t) and a transfer (c/(t - 1), c the
-    whole all-gather's time), the last chunk computes alone: the pair takes
-    g/t + (t - 1) max(g/t, c/(t - 1)), of which (t - 1) max(0, c/(t - 1) - g/t) exceeds the GEMM."""
-    if t < 2:
-        return comm_s
-    return (t - 1) * max(0.0, comm_s / (t - 1) - gemm_s / t)
-
-
-def split_overlap_rs_s(
-    gemm_s: float, comm_s: float, splits: int = RS_SPLITS, sm_share: float = 0.0
-) -> tuple[float, float]:
-    """(GEMM seconds, exposed seconds) of a GEMM whose output is reduce-scattered by the
-    pipeline method (TE 2.5 comm_gemm_overlap.cpp CommOverlapBase::split_overlap_rs): the GEMM
-    is split into n = `splits` chunks along its output features; the reduce-scatter of chunk
-    i - 1, an SM kernel on the comm stream, runs while GEMM chunk i computes, and the last
-    chunk's goes alone. With set_sm_margin (the default for this method) every GEMM chunk runs on
-    the SMs the kernel leaves, so the GEMM takes g' = g / (1 - u) with u = `sm_share`. A
-    two-stage pipeline of equal chunks: g'/n + (n - 1) max(g'/n, c/n) + c/n, of which
-    (n - 1) max(0, c/n - g'/n) + c/n exceeds g'."""
-    g, c = gemm_s / (1 - sm_share), comm_s / splits
-    return g, (splits - 1) * max(0.0, c - g / splits) + c
 
 
 @dataclass(frozen=True)
@@ -178,7 +153,7 @@ class _Pass:
         c, kv = att.ring_steps, self.collective_s(att.ring)
         steps = [diagonal.seconds] + [half.seconds] * (c - 1)
         sends = [kv] + [2 * kv] * (c - 2) + [kv] if backward else [kv] * (c - 1)
-        exposed = sum(max(0.0, send - block) for send, block in zip(sends, steps, strict=False))
+        exposed = ring_exposed_s(steps, sends)
         label = op.name + (" grad" if backward else "")
         source = diagonal.source
         return [
@@ -339,14 +314,11 @@ class _Pass:
         return out + self.overlap(op.name + " wgrad", wgrad, entry_comm, entry_comm.bwd_comm)
 
     def overlap(self, name: str, gemm: Timed, comm_op: Op, collective) -> list[Entry]:
-        """A GEMM of W seconds alongside a collective of C seconds takes max(W + uC, C).
-
-        While the collective runs it holds a share u of the SMs, so the GEMM runs at 1 - u; the
-        collective is hidden when the GEMM outlasts it, else its remainder is exposed.
-        """
+        """A GEMM alongside a collective on the SMs it leaves (overlap.shared_sms_s); what the
+        collective outlasts of the GEMM is exposed."""
         comm = self.comm(comm_op, collective, "backward")
-        u, w, c = self.cost.hw.calibration.collective_sm_share, gemm.seconds, comm.busy_s
-        compute_s = w + u * c if w >= c * (1 - u) else w / (1 - u)
+        c = comm.busy_s
+        compute_s = shared_sms_s(gemm.seconds, c, self.cost.hw.calibration.collective_sm_share)
         return [
             Entry(name, "backward", "gemm", "compute", compute_s, compute_s, gemm.source),
             Entry(comm.op, "backward", "comm", "comm", max(0.0, c - compute_s), c, "nccl"),
