@@ -2,11 +2,11 @@
 speedscope).
 
 One process per pipeline stage (pid = stage, named 'stage N'), one thread per stream that has
-spans (compute, tp_comm, pp_comm, dp_comm, named so), a complete event (`ph: 'X'`, microseconds)
-per span with its kind as category and its microbatch, chunk and layers as args, and an 'HBM'
-counter (`ph: 'C'`, GiB) per stage from the memory samples. Where the op-level expansion is
-small enough for the timeline page, it is here too: each chunk's ops nest under it on the
-compute thread and the TP collectives fill the tp_comm thread.
+spans (compute, tp_comm, cp_comm, fsdp_comm, pp_comm, dp_comm, named so), a complete event
+(`ph: 'X'`, microseconds) per span with its kind as category and its microbatch, chunk and
+layers as args, and an 'HBM' counter (`ph: 'C'`, GiB) per stage from the memory samples. Where
+the op-level expansion is small enough for the timeline page, it is here too: each chunk's ops
+nest under it on the compute thread and the TP and CP collectives fill their threads.
 
 Times sit on a grid of 1/8 microsecond (125 ns): every ts and dur is exact both as a decimal (whole
 nanoseconds, for Perfetto) and as a binary double (for viewers that add ts + dur in floating
@@ -60,6 +60,8 @@ def _span_events(result, with_ops: bool) -> list[tuple]:
     plan, share = result.plan, embedding_share(result) if with_ops else 0.5
     out = []
     for s in result.sim.spans:
+        if with_ops and s.stream == "cp_comm":
+            continue  # the ops below draw the CP exchanges one by one
         lo, hi = _tick(s.start_s), _tick(s.end_s)
         out.append(((s.stage, _tid(s.stream), lo, -(hi - lo)), _complete(s, lo, hi)))
         if (

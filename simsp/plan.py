@@ -29,6 +29,21 @@ from simsp.workload import Workload
 
 
 @dataclass(frozen=True)
+class SideComm:
+    """Communication a chunk's passes run on a stream of its own beside their compute (the CP
+    ring or all-to-alls, FSDP's gathers and reduce-scatters), for the timeline: what of it is
+    exposed is already inside the pass's time."""
+
+    stream: str
+    """cp_comm or fsdp_comm (trace.STREAMS)."""
+    name: str
+    forward_s: float
+    """Busy seconds beside one forward."""
+    backward_s: float
+    """Busy seconds beside one backward or I pass, recompute included."""
+
+
+@dataclass(frozen=True)
 class ChunkCost:
     """One model chunk (virtual stage) for one microbatch."""
 
@@ -56,6 +71,8 @@ class ChunkCost:
     """Exposed FSDP parameter all-gathers inside forward_s (cost/fsdp.py)."""
     backward_fsdp_s: float = 0.0
     """Exposed FSDP all-gathers and gradient reduce-scatters inside backward_s and input_s."""
+    side: tuple[SideComm, ...] = ()
+    """Communication on streams of its own during the passes (drawn, not timed again)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +215,7 @@ def chunk_costs(
             fsdp.exposed_s(sharded, n, lt.forward_s, lt.backward_s) if sharded else (0, 0)
         )
         fwd, bwd, i = fwd + f_fsdp, bwd + b_fsdp, i + b_fsdp
+        side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
         return ChunkCost(
             forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
             backward_s=bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
@@ -213,6 +231,7 @@ def chunk_costs(
             weight_bytes=n * per_layer_for_w,
             forward_fsdp_s=f_fsdp,
             backward_fsdp_s=b_fsdp,
+            side=side,
         )
 
     if par.recompute_per_stage or par.uneven or (sent and not sent >= set(range(1, last))):
@@ -224,6 +243,27 @@ def chunk_costs(
 MIN_BUCKET_PARAMS = 40_000_000
 """Megatron-LM training.py: `bucket_size = max(40000000, 1000000 * dp_size)` parameters, dp_size
 counting the context-parallel ranks."""
+
+
+def _side_comms(lt: LayerTime, n: int, sharded) -> tuple[SideComm, ...]:
+    """A chunk's CP and FSDP communication as drawn beside its passes (lt: its layers' costs;
+    with partial recompute the layers that keep their activations, whose recompute re-sends
+    nothing, a lower bound)."""
+    out = []
+    cp = lt.busy_s("cp_comm", "forward"), lt.busy_s("cp_comm", "recompute", "backward")
+    if any(cp):
+        out.append(SideComm("cp_comm", "CP exchanges", n * cp[0], n * cp[1]))
+    if sharded is not None:
+        gather_b = sharded.gather_s if sharded.backward_gathers else 0.0
+        out.append(
+            SideComm(
+                "fsdp_comm",
+                "FSDP all-gathers / reduce-scatters",
+                n * sharded.gather_s,
+                n * (gather_b + sharded.reduce_s),
+            )
+        )
+    return tuple(out)
 
 
 def gradient_buckets(params: float, par, stage: int) -> int:

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from simsp.config import load_hardware, load_workload
-from simsp.cost import cost_model
+from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
 from simsp.cost.network import NetworkModel
@@ -58,17 +58,18 @@ def _free_comm(monkeypatch):
     monkeypatch.setattr(NetworkModel, "p2p_s", lambda self, *a: 0.0)
 
 
-def _layer(w):
+def _layer(w, cost=None):
     par = w.parallel
     ops = build_layer(w.model, par, w.training.micro_batch)
-    return LT.layer_time(ops, cost_model(H100), par, layer_placement(par, 8))
+    return LT.layer_time(ops, cost or cost_model(H100), par, layer_placement(par, 8))
 
 
 def test_cp2_halves_a_layer_with_free_communication(monkeypatch):
     """Every GEMM has s/c rows and the attention a 1/c share of the causal work: with the
     collectives free, the layer takes half as long within the GEMM tables' shape effects."""
     _free_comm(monkeypatch)
-    one, two = _layer(_w("llama-3.1-70b", cp=1)), _layer(_w("llama-3.1-70b", cp=2))
+    free = CostModel(H100)  # its own: the shared cost_model(H100) memoises what it prices
+    one, two = _layer(_w("llama-3.1-70b", cp=1), free), _layer(_w("llama-3.1-70b", cp=2), free)
     assert two.forward_s / one.forward_s == pytest.approx(0.5, rel=0.1)
     assert two.backward_s / one.backward_s == pytest.approx(0.5, rel=0.1)
     attention = [e for e in two.entries if e.op == "flash attention" and e.phase == "forward"]
@@ -201,3 +202,34 @@ def test_hsdp_shards_inside_a_node():
     w = _w("llama-3.1-8b", cp=1, dp=64, fsdp=True, distributed_optimizer=False, fsdp_shard=8)
     shard, replica = F.shard_groups(w, layout(w.parallel, 8))
     assert (shard.size, shard.ranks_per_node, replica.size, replica.ranks_per_node) == (8, 8, 8, 1)
+
+
+# ----------------------------------------------------------------------------- the timeline
+def test_cp_and_fsdp_communication_are_drawn_on_streams_of_their_own():
+    """Beside each forward and backward: the layers' CP exchanges (forward: c - 1 K/V sends a
+    layer; backward: 2(c - 1)) and FSDP's gathers and reduce-scatters, on cp_comm and
+    fsdp_comm; the iteration does not change by drawing them."""
+    from simsp.report import run
+
+    w = _w("llama-3.1-8b")  # cp 2, one stage
+    r = run(w, H100)
+    cp = [s for s in r.sim.spans if s.stream == "cp_comm"]
+    assert len(cp) == 2 * w.microbatches
+    ring = [e for e in r.plan.layer.entries if e.op.endswith("cp ring send-recv")]
+    send = next(e.busy_s for e in ring if e.phase == "forward")  # c - 1 = 1 send
+    backward = sum(e.busy_s for e in ring if e.phase != "forward")  # + recompute's forward
+    forward_span = next(s for s in cp if "beside F" in s.name)
+    backward_span = next(s for s in cp if "beside B" in s.name)
+    assert forward_span.dur_s == pytest.approx(w.model.layers * send, rel=1e-12)
+    assert backward_span.dur_s == pytest.approx(w.model.layers * backward, rel=1e-12)
+    assert backward == pytest.approx(3 * send, rel=1e-12)  # recompute 1 + backward 2(c - 1)
+
+    f = _w("llama-3.1-8b", cp=1, dp=8, fsdp=True, distributed_optimizer=False)
+    rf = run(f, H100)
+    comm = F.layer_comm(f, cost_model(H100), layout(f.parallel, 8))
+    spans = [s for s in rf.sim.spans if s.stream == "fsdp_comm"]
+    assert len(spans) == 2 * f.microbatches
+    assert spans[0].dur_s == pytest.approx(f.model.layers * comm.gather_s, rel=1e-12)
+    assert spans[1].dur_s == pytest.approx(
+        f.model.layers * (comm.gather_s + comm.reduce_s), rel=1e-12
+    )

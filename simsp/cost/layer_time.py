@@ -103,6 +103,10 @@ class LayerTime:
         """Exposed TP communication of an I pass."""
         return sum(e.seconds for e in self.split if e.stream == "comm")
 
+    def busy_s(self, kind: str, *phases: str) -> float:
+        """Stream-busy seconds of one kind's entries (cp_comm: the context-parallel exchanges)."""
+        return sum(e.busy_s for e in self.entries if e.kind == kind and e.phase in phases)
+
     def by_stream(self, stream: str, *phases: str) -> float:
         """Critical-path seconds of one stream's entries."""
         return sum(e.seconds for e in self.entries if e.stream == stream and e.phase in phases)
@@ -131,7 +135,8 @@ class _Pass:
     def comm(self, op: Op, collective, phase: str, hidden_behind: float = 0.0) -> Entry:
         t = self.collective_s(collective)
         name = f"{op.name}: {collective.op.replace('_', '-')}"
-        return Entry(name, phase, "comm", "comm", max(0.0, t - hidden_behind), t, "nccl")
+        kind = "cp_comm" if collective.group == "cp" else "comm"
+        return Entry(name, phase, kind, "comm", max(0.0, t - hidden_behind), t, "nccl")
 
     def ring_attention(self, op: Op, phase: str, backward: bool) -> list[Entry]:
         """Context-parallel attention over a ring of c steps (Transformer Engine 2.5
@@ -161,7 +166,7 @@ class _Pass:
             Entry(
                 f"{label}: cp ring send-recv",
                 phase,
-                "comm",
+                "cp_comm",
                 "comm",
                 exposed,
                 sum(sends),

@@ -20,10 +20,12 @@ MEMORY_POINTS = 2_000
 """Most points per HBM line; longer lines keep the maximum of each time bin."""
 MERGEABLE = frozenset(("forward", "backward", "recompute"))
 
-ROW_ORDER = ("compute", "tp_comm", "pp_comm", "dp_comm")
+ROW_ORDER = ("compute", "tp_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
 STREAM_LABELS = {
     "compute": "compute",
     "tp_comm": "TP comm",
+    "cp_comm": "CP comm",
+    "fsdp_comm": "FSDP comm",
     "pp_comm": "PP send/recv",
     "dp_comm": "DP comm",
 }
@@ -41,6 +43,8 @@ KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blin
     "pp_recv": ("PP recv", "#8CD17D"),
     "dp_allreduce": ("DP gradient reduction", "#EECA3B"),
     "param_gather": ("parameter all-gather", "#B6992D"),
+    "cp_comm": ("CP ring / all-to-all (alongside compute)", "#D37295"),
+    "fsdp_comm": ("FSDP gathers / reduce-scatters (alongside compute)", "#79706E"),
     "optimizer": ("optimizer", "#9D755D"),
     "host_wait": ("waiting for the host (framework floor)", "#C7C7C7"),
     "idle": ("idle / bubble", "#D9D9D9"),
@@ -73,7 +77,9 @@ def _lay_out(entries, t0: float, span: Span, layer: int) -> tuple[list[Span], fl
         start = prev_start if e.stream == "comm" and e.busy_s > e.seconds else cursor
         if e.busy_s > 0:
             stream, kind = (
-                ("tp_comm", "tp_comm")
+                (e.kind, e.kind)
+                if e.kind == "cp_comm"
+                else ("tp_comm", "tp_comm")
                 if e.stream == "comm"
                 else ("compute", "host_wait" if e.kind == "host" else e.phase)
             )
@@ -180,10 +186,12 @@ def embedding_share(result) -> float:
 
 
 def expand(plan, spans, embedding_share: float = 0.5) -> list[Span]:
-    """Every forward/backward chunk span replaced by its op spans; other spans kept."""
+    """Every forward/backward chunk span replaced by its op spans; other spans kept but the
+    chunks' CP totals, which the ops show one by one."""
     out: list[Span] = []
     for s in spans:
-        out += expand_span(plan, s, embedding_share) if _expandable(plan, s) else [s]
+        if s.stream != "cp_comm":
+            out += expand_span(plan, s, embedding_share) if _expandable(plan, s) else [s]
     return out
 
 
@@ -195,7 +203,7 @@ def tp_chunk_totals(plan, spans) -> list[Span]:
     totals."""
     if plan.layer is None:
         return []
-    comm = [e for e in plan.layer.entries if e.stream == "comm" and e.busy_s > 0]
+    comm = [e for e in plan.layer.entries if e.kind == "comm" and e.busy_s > 0]
     out = []
     for s in spans:
         if not _expandable(plan, s):
@@ -287,7 +295,7 @@ def choose_view(result, budget: int = BAR_BUDGET) -> View:
     if plan.layer is not None and n_ops + len(idle) <= budget:
         bars = expand(plan, spans, embedding_share(result)) + idle
         return View(
-            "op", tuple(bars), f"op level: {len(bars):,} bars, every layer's ops and TP collectives"
+            "op", tuple(bars), f"op level: {len(bars):,} bars, every layer's ops and collectives"
         )
     tp = tp_chunk_totals(plan, spans)
     if len(spans) + len(tp) + len(idle) <= budget:
