@@ -103,8 +103,6 @@ class _Run:
                 a.chunk,
                 vs,
             )
-            if cost.side and kind != "W":
-                self.side(s, a, cost.side, kind, start)
             if after:
                 held -= after
                 self.memory.append(MemorySample(s, env.now, held))
@@ -129,14 +127,6 @@ class _Run:
                 )
             self.event(("F" if kind == "F" else "B", vs, a.microbatch)).succeed()
         yield from self.gradients(s, *last_w)
-
-    def side(self, s: int, a, sides, kind: str, start: float) -> None:
-        """The pass's CP / FSDP communication on its own streams, from the pass's start."""
-        for c in sides:
-            dur = c.forward_s if kind == "F" else c.backward_s
-            if dur > 0:
-                name = f"{c.name} beside {kind} mb{a.microbatch} c{a.chunk}"
-                self.span(s, c.stream, c.stream, name, start, dur, a.microbatch, a.chunk)
 
     def gradients(self, s: int, backward_start: float, backward_end: float):
         """DP all-reduce (after, or bucket by bucket alongside, the last backward),

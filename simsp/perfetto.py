@@ -16,7 +16,13 @@ it exactly, and ops never poke out of their chunk. The same result always gives 
 
 import json
 
-from simsp.timeline import BAR_BUDGET, embedding_share, expand_span, expanded_count
+from simsp.timeline import (
+    BAR_BUDGET,
+    embedding_share,
+    expand_span,
+    expanded_count,
+    side_spans,
+)
 from simsp.trace import STREAMS, Span
 from simsp.units import GIB
 
@@ -59,9 +65,8 @@ def _span_events(result, with_ops: bool) -> list[tuple]:
     """(sort key, event) for every span and, with_ops, its ops clamped inside it."""
     plan, share = result.plan, embedding_share(result) if with_ops else 0.5
     out = []
-    for s in result.sim.spans:
-        if with_ops and s.stream == "cp_comm":
-            continue  # the ops below draw the CP exchanges one by one
+    beside = side_spans(plan, result.sim.spans, skip=("cp_comm",) if with_ops else ())
+    for s in list(result.sim.spans) + beside:  # with ops, those draw the CP exchanges
         lo, hi = _tick(s.start_s), _tick(s.end_s)
         out.append(((s.stage, _tid(s.stream), lo, -(hi - lo)), _complete(s, lo, hi)))
         if (

@@ -31,8 +31,8 @@ from simsp.workload import Workload
 @dataclass(frozen=True)
 class SideComm:
     """Communication a chunk's passes run on a stream of its own beside their compute (the CP
-    ring or all-to-alls, FSDP's gathers and reduce-scatters), for the timeline: what of it is
-    exposed is already inside the pass's time."""
+    ring or all-to-alls, FSDP's gathers and reduce-scatters), for the timeline to draw beside
+    each pass (timeline.side_spans); what of it is exposed is already inside the pass's time."""
 
     stream: str
     """cp_comm or fsdp_comm (trace.STREAMS)."""

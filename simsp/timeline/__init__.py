@@ -30,6 +30,7 @@ from simsp.timeline.view import (
     idle_spans,
     memory_lines,
     merge_runs,
+    side_spans,
 )
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "memory_lines",
     "merge_runs",
     "reproduction_html",
+    "side_spans",
     "timeline_html",
 ]

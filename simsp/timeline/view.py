@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsp.schedule import virtual_stage
 from simsp.trace import Span
 from simsp.units import MS
 
@@ -186,12 +187,33 @@ def embedding_share(result) -> float:
 
 
 def expand(plan, spans, embedding_share: float = 0.5) -> list[Span]:
-    """Every forward/backward chunk span replaced by its op spans; other spans kept but the
-    chunks' CP totals, which the ops show one by one."""
+    """Every forward/backward chunk span replaced by its op spans; other spans kept."""
     out: list[Span] = []
     for s in spans:
-        if s.stream != "cp_comm":
-            out += expand_span(plan, s, embedding_share) if _expandable(plan, s) else [s]
+        out += expand_span(plan, s, embedding_share) if _expandable(plan, s) else [s]
+    return out
+
+
+SIDE_PASSES = {"forward": "forward_s", "backward": "backward_s", "backward_input": "backward_s"}
+"""Compute span kinds with CP / FSDP communication beside them, and the SideComm field."""
+
+
+def side_spans(plan, spans, skip: tuple[str, ...] = ()) -> list[Span]:
+    """The CP and FSDP communication beside each pass (plan.ChunkCost.side) on its own stream,
+    from the pass's start: derived from the compute spans here, so the engine draws nothing
+    more for it. `skip`: streams the caller draws otherwise (cp_comm at op level)."""
+    out = []
+    for s in spans:
+        if s.stream != "compute" or s.kind not in SIDE_PASSES or s.chunk < 0:
+            continue
+        chunk = plan.chunks[virtual_stage(plan.p, s.stage, s.chunk, plan.placement)]
+        for c in chunk.side:
+            dur = getattr(c, SIDE_PASSES[s.kind])
+            if dur > 0 and c.stream not in skip:
+                name = f"{c.name} beside {s.name}"
+                out.append(
+                    Span(s.stage, c.stream, c.stream, name, s.start_s, dur, s.microbatch, s.chunk)
+                )
     return out
 
 
@@ -294,14 +316,16 @@ def choose_view(result, budget: int = BAR_BUDGET) -> View:
     n_ops = expanded_count(plan, spans)
     if plan.layer is not None and n_ops + len(idle) <= budget:
         bars = expand(plan, spans, embedding_share(result)) + idle
+        bars += side_spans(plan, spans, skip=("cp_comm",))  # the ops show CP one by one
         return View(
             "op", tuple(bars), f"op level: {len(bars):,} bars, every layer's ops and collectives"
         )
     tp = tp_chunk_totals(plan, spans)
-    if len(spans) + len(tp) + len(idle) <= budget:
+    side = side_spans(plan, spans)
+    if len(spans) + len(tp) + len(idle) + len(side) <= budget:
         return View(
             "chunk",
-            tuple(list(spans) + tp + idle),
+            tuple(list(spans) + tp + idle + side),
             f"chunk level: {len(spans):,} spans (op level would draw {n_ops:,} bars > {budget:,}); "
             f"the TP row shows each chunk's TP collectives, hover for totals",
         )
