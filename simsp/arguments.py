@@ -8,12 +8,9 @@ text the field's docstring. A new field is a new flag without an edit here. `cli
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 
 from simsp.config import load_hardware, load_workload
-from simsp.errors import InputError
 from simsp.knobs import KNOBS, SECTIONS, Knob, parse_bias
 from simsp.schedule import REGISTRY
 
@@ -95,54 +92,3 @@ def load(args):
 def print_json(obj) -> None:
     """One JSON object on stdout."""
     print(json.dumps(obj, indent=2, sort_keys=False))
-
-
-def _temporary(target: Path) -> Path:
-    """The name a file is written under before it is renamed into place (same folder, so the
-    rename is atomic)."""
-    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
-
-
-def _cannot_write(path, e: OSError) -> InputError:
-    return InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})")
-
-
-def check_output(path, suffixes: tuple[str, ...] = ()) -> Path:
-    """An output path that can be written, checked before any work starts: its folder exists,
-    it is not a folder itself, it ends in one of suffixes (when given), and a file can be
-    created beside it (tried and removed)."""
-    target = Path(path)
-    if suffixes and target.suffix.lower() not in suffixes:
-        raise InputError(path, "output", str(path), f"must end in {' or '.join(suffixes)}")
-    if target.is_dir():
-        raise InputError(path, "output", str(path), "is a folder; name a file in it")
-    if not target.parent.is_dir():
-        raise InputError(path, "output", str(path), f"has no folder {target.parent}; create it")
-    probe = _temporary(target)
-    try:
-        probe.open("x").close()
-        probe.unlink()
-    except OSError as e:
-        raise _cannot_write(path, e) from None
-    return target
-
-
-def write_text(path, text: str) -> None:
-    """Write an output file whole or not at all: to a temporary name beside it, then renamed into
-    place, so a failure leaves an existing file untouched; InputError names the path."""
-    write_bytes(path, text.encode())
-
-
-def write_bytes(path, data: bytes) -> None:
-    """write_text for bytes."""
-    target = Path(path)
-    tmp = _temporary(target)
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:  # its folder is not there either
-            pass
-        raise _cannot_write(path, e) from None

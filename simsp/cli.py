@@ -5,16 +5,10 @@ import dataclasses
 import sys
 
 from simsp import __version__
-from simsp.arguments import (
-    Parser,
-    add_workload_args,
-    check_output,
-    load,
-    print_json,
-    write_text,
-)
+from simsp.arguments import Parser, add_workload_args, load, print_json
 from simsp.budget import DEFAULT_MAX_ACTIONS
 from simsp.errors import InputError
+from simsp.textfile import check_output, write_text
 
 
 def cmd_memory(args) -> None:

@@ -179,7 +179,7 @@ def text_tables(tables: dict[str, list[list]]) -> str:
 
 def write_report(tables: dict[str, list[list]], out_dir) -> Path:
     """The HTML report with every table and its chart."""
-    from simsp.arguments import write_text
+    from simsp.textfile import write_text
     from simsp.timeline import reproduction_html
 
     out = Path(out_dir)

@@ -1,5 +1,6 @@
-"""Reading a user's file as text, bounded: every input file (workload, hardware, sweep spec,
-calibration table, nccl-tests log, config.json) comes through `read_text`.
+"""A user's files, read bounded and written whole: every input file (workload, hardware, sweep
+spec, calibration table, nccl-tests log, config.json) comes through `read_text`, every output
+through `write_text` / `write_bytes`, each checked first by `check_output`.
 
 A path may name anything: `/dev/zero` reads without end and a FIFO blocks until a writer comes,
 so only regular files are read; a file past `MAX_BYTES` would be parsed into many times its
@@ -73,3 +74,54 @@ def decode(path, data: bytes) -> str:
 def read_text(path, limit: int = MAX_BYTES) -> str:
     """A regular file's UTF-8 text, bounded; InputError names the file and the problem."""
     return decode(path, read_bytes(path, limit))
+
+
+def _temporary(target: Path) -> Path:
+    """The name a file is written under before it is renamed into place (same folder, so the
+    rename is atomic)."""
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
+def _cannot_write(path, e: OSError) -> InputError:
+    return InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})")
+
+
+def check_output(path, suffixes: tuple[str, ...] = ()) -> Path:
+    """An output path that can be written, checked before any work starts: its folder exists,
+    it is not a folder itself, it ends in one of suffixes (when given), and a file can be
+    created beside it (tried and removed)."""
+    target = Path(path)
+    if suffixes and target.suffix.lower() not in suffixes:
+        raise InputError(path, "output", str(path), f"must end in {' or '.join(suffixes)}")
+    if target.is_dir():
+        raise InputError(path, "output", str(path), "is a folder; name a file in it")
+    if not target.parent.is_dir():
+        raise InputError(path, "output", str(path), f"has no folder {target.parent}; create it")
+    probe = _temporary(target)
+    try:
+        probe.open("x").close()
+        probe.unlink()
+    except OSError as e:
+        raise _cannot_write(path, e) from None
+    return target
+
+
+def write_text(path, text: str) -> None:
+    """Write an output file whole or not at all: to a temporary name beside it, then renamed into
+    place, so a failure leaves an existing file untouched; InputError names the path."""
+    write_bytes(path, text.encode())
+
+
+def write_bytes(path, data: bytes) -> None:
+    """write_text for bytes."""
+    target = Path(path)
+    tmp = _temporary(target)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # its folder is not there either
+            pass
+        raise _cannot_write(path, e) from None

@@ -7,9 +7,11 @@ import os
 import pytest
 import yaml
 
-from simsp.arguments import write_text
 from simsp.cli import main
 from simsp.errors import InputError
+from simsp.textfile import write_text
+
+NVLINK_LOG = "hardware/calibration/dgx-a100-80gb/nvlink/AR_GPU2_1M_1024M_LUT"
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
@@ -24,6 +26,29 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
         write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["t.html"]
+
+
+@pytest.mark.parametrize("kind", ["gemm", "attention", "nccl"])
+def test_the_profilers_tables_are_written_whole_or_not_at_all(tmp_path, monkeypatch, kind):
+    """`simsp profile` and `calibrate` write tables through these; a failure keeps the old one."""
+    from simsp.calibration import attention, gemm, nccl
+
+    shipped = "hardware/calibration/dgx-a100-80gb"
+    write = {
+        "gemm": lambda p: gemm.write_gemm_table(gemm.read_gemm_table(f"{shipped}/gemm.csv"), p, []),
+        "attention": lambda p: attention.write_attention_table(
+            p, attention.read_attention_table(f"{shipped}/flash_attention.csv").points
+        ),
+        "nccl": lambda p: nccl.write_nccl_log(nccl.read_nccl_log(NVLINK_LOG), p),
+    }[kind]
+    target = tmp_path / "table"
+    write(target)
+    assert target.read_text() != "old"  # a table, written
+    target.write_text("old")
+    monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(28, "full")))
+    with pytest.raises(InputError, match="cannot be written"):
+        write(target)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["table"]
 
 
 def test_a_write_replaces_the_file_whole(tmp_path):

@@ -10,11 +10,12 @@ backward 2.5 times that; forward + backward 3.5 times. '#' lines at the top are 
 
 import bisect
 import csv
+import io
 import math
 from dataclasses import dataclass, field
 
 from simsp.errors import InputError
-from simsp.textfile import read_text
+from simsp.textfile import read_text, write_text
 
 COLUMNS = ("gpu", "kernel", "head_dim", "seq_len", "causal", "direction", "tflops", "source")
 DIRECTIONS = ("fwd", "bwd", "fwd_bwd")
@@ -147,22 +148,23 @@ def read_attention_table(path) -> AttentionTable:
 
 
 def write_attention_table(path, points, comments: tuple[str, ...] = ()) -> None:
-    """Write points as the CSV `read_attention_table` reads (used by `simsp profile attention`)."""
-    with open(path, "w", newline="") as f:
-        for c in comments:
-            f.write(f"# {c}\n")
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        for p in points:
-            w.writerow(
-                [
-                    p.gpu,
-                    p.kernel,
-                    p.head_dim,
-                    p.seq_len,
-                    str(p.causal).lower(),
-                    p.direction,
-                    f"{p.tflops:.6g}",
-                    p.source,
-                ]
-            )
+    """Write points as the CSV `read_attention_table` reads (used by `simsp profile attention`),
+    whole or not at all."""
+    f = io.StringIO(newline="")
+    f.writelines(f"# {c}\n" for c in comments)
+    w = csv.writer(f)
+    w.writerow(COLUMNS)
+    for p in points:
+        w.writerow(
+            [
+                p.gpu,
+                p.kernel,
+                p.head_dim,
+                p.seq_len,
+                str(p.causal).lower(),
+                p.direction,
+                f"{p.tflops:.6g}",
+                p.source,
+            ]
+        )
+    write_text(path, f.getvalue())

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.textfile import read_text
+from simsp.textfile import read_text, write_text
 
 LAYOUTS = ("TN", "NN", "NT")
 _COLUMNS = ("m", "n", "k", "batch", "layout", "tflops")
@@ -210,4 +210,4 @@ def write_gemm_table(table: GemmTable, path, comments: list[str]) -> None:
     lines = [f"# {c}".rstrip() for c in comments]
     lines += [f"# device: {table.device}", f"# dtype: {table.dtype}", ",".join(_COLUMNS)]
     lines += [f"{p.m},{p.n},{p.k},{p.batch},{p.layout},{p.tflops:.3f}" for p in table.points]
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")  # whole, or an existing file kept

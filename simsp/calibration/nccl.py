@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.textfile import read_text
+from simsp.textfile import read_text, write_text
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
 
@@ -361,7 +361,7 @@ def write_nccl_log(
         for size, time in zip(table.sizes_bytes, table.times_s, strict=True)
     ]
     lines += _footer_lines(table)
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")  # whole, or an existing file kept
 
 
 def _header_lines(table: CollectiveTable, device: str, extra: dict) -> list[str]:

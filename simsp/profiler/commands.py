@@ -403,7 +403,7 @@ def _emit(lines: list[str], out: str | None) -> None:
     """Print calibration lines; with `out`, also write them there for `simsp calibrate`."""
     text = "\n".join(lines) + "\n"
     if out:
-        from simsp.arguments import write_text
+        from simsp.textfile import write_text
 
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)

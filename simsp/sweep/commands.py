@@ -56,7 +56,7 @@ def summary(o: Outcome) -> str:
 
 def cmd_sweep(args) -> None:
     """`simsp sweep`: evaluate a spec's configurations, print the best that fit."""
-    from simsp.arguments import check_output
+    from simsp.textfile import check_output
 
     for flag in ("jobs", "max_grid", "max_actions"):
         value = getattr(args, flag)
@@ -99,7 +99,7 @@ def cmd_sweep(args) -> None:
         if top:
             print(table(top))
     if args.pareto:
-        from simsp.arguments import write_text
+        from simsp.textfile import write_text
 
         name = f"{spec.workload.name} on {spec.gpus} GPUs: iteration time vs peak HBM"
         write_text(args.pareto, figure_page(pareto_figure(outcome.rows, name)))

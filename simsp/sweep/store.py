@@ -136,7 +136,7 @@ class Output:
         )
         self.sink = None
         if self.path:
-            from simsp.arguments import check_output
+            from simsp.textfile import check_output
 
             check_output(self.path)  # before any configuration is evaluated
             if self.journal.exists():

@@ -8,9 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from simsp.arguments import write_text
 from simsp.errors import InputError
 from simsp.knobs import KNOBS, values_of
+from simsp.textfile import write_text
 from simsp.validate.cases import SETS
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
 from simsp.validate.runner import Validation, run_validation
