@@ -94,9 +94,14 @@ def cmd_run(args) -> None:
         _closed_form(w, hw, args)
         return
     size = work(w)
+    progress = None
     if size.seconds > NOTICE_S:
+        from simsp.engine import PROGRESS_STEPS
+        from simsp.sweep.progress import Progress
+
         print(f"simsp: simulating {size.describe()}", file=sys.stderr, flush=True)
-    result = run(w, hw)
+        progress = Progress(PROGRESS_STEPS, label="slices of the iteration")
+    result = run(w, hw, progress)
     outputs = {}
     if args.timeline:
         from simsp.timeline import timeline_html

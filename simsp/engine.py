@@ -153,16 +153,32 @@ class _Run:
         self.done[s] = env.now
 
 
-def simulate(plan: Plan) -> Simulation:
-    """Replay the plan; the optimizer step starts when the slowest stage is done."""
+PROGRESS_STEPS = 50
+"""Slices of simulated time a watched replay reports after."""
+
+
+def simulate(plan: Plan, progress=None, expected_s: float = 0.0) -> Simulation:
+    """Replay the plan; the optimizer step starts when the slowest stage is done. With a
+    `progress` (anything with step() and close(), as sweep.Progress) and the iteration's
+    expected length (the closed form's), the replay runs in PROGRESS_STEPS slices of simulated
+    time, stepping it after each: the same events in the same order, nothing in the inner
+    loop."""
     run = _Run(plan)
     for s in range(plan.p):
         run.env.process(run.stage(s))
     paused = gc.isenabled()
     gc.disable()  # ~10^5 records: cyclic-GC passes would cost more than the simulation itself
     try:
+        if progress is not None and expected_s > 0:
+            for k in range(1, PROGRESS_STEPS):
+                run.env.run(until=expected_s * k / PROGRESS_STEPS)
+                progress.step()
         run.env.run()
+        if progress is not None and expected_s > 0:
+            progress.step()  # the last slice, however long the replay ran past the estimate
     finally:
+        if progress is not None:
+            progress.close()
         if paused:
             gc.enable()
     barrier = max(run.done)

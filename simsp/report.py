@@ -241,10 +241,17 @@ def gemm_sources(lt) -> dict:
     return counts
 
 
-def run(w: Workload, hw: HardwareSpec) -> Result:
-    """Plan, simulate and report one iteration."""
+def run(w: Workload, hw: HardwareSpec, progress=None) -> Result:
+    """Plan, simulate and report one iteration; `progress` (a sweep.Progress of
+    engine.PROGRESS_STEPS steps) is stepped as the replay goes, against the closed form's
+    iteration time."""
     plan = build_plan(w, cost_model(hw))
-    return Result(w, hw, plan, simulate(plan), memory_report(w, hw))
+    expected = 0.0
+    if progress is not None:
+        from simsp.analytic import iteration_s
+
+        expected = iteration_s(plan)
+    return Result(w, hw, plan, simulate(plan, progress, expected), memory_report(w, hw))
 
 
 def run_summary(r: Result) -> str:

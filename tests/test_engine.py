@@ -134,3 +134,30 @@ def test_overlapped_gradient_buckets():
     assert (
         gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, overlap=True) == 12.0
     )  # the stage was busy anyway
+
+
+def test_a_watched_replay_is_the_same_replay_in_slices():
+    """simulate with a progress bar runs the same events in slices of simulated time and steps
+    the bar engine.PROGRESS_STEPS times (whatever the estimate's error)."""
+    from simsp.analytic import iteration_s
+    from simsp.config import load_hardware, load_workload
+    from simsp.cost import cost_model
+    from simsp.engine import PROGRESS_STEPS
+    from simsp.plan import build_plan
+
+    class Bar:
+        steps = closed = 0
+
+        def step(self):
+            self.steps += 1
+
+        def close(self):
+            self.closed += 1
+
+    plan = build_plan(load_workload("workloads/gpt3-175b.yaml"), cost_model(load_hardware()))
+    plain = simulate(plan)
+    for expected in (iteration_s(plan), 0.5 * iteration_s(plan), 3.0 * iteration_s(plan)):
+        bar = Bar()
+        watched = simulate(plan, bar, expected)
+        assert watched == plain
+        assert (bar.steps, bar.closed) == (PROGRESS_STEPS, 1)
