@@ -77,14 +77,13 @@ def work(w) -> Work:
 
 
 def memory_walks(w) -> bool:
-    """Whether the memory report (and so the closed form) walks the schedule's actions: every
-    schedule but the classic three with deallocated outputs, and interleaving's end stages."""
+    """Whether the memory report (and so the closed form) walks all the schedule's actions: every
+    schedule but the classic three with deallocated outputs and even stages (interleaving's end
+    stages walk a steady few microbatches, memory.steady_microbatches)."""
     from simsp.memory import CLASSIC
 
     par = w.parallel
-    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs:
-        return True
-    return par.schedule == "interleaved" and par.chunks > 1
+    return par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven
 
 
 def check_limit(limit) -> int:

@@ -186,6 +186,14 @@ def weight_bytes_per_param(parallel: ParallelSpec) -> float:
     return grad + (6 + 12 / parallel.optimizer_shards if parallel.distributed_optimizer else 18.0)
 
 
+def steady_microbatches(p: int, m: int) -> int:
+    """The microbatches whose interleaved walk finds every held-count triple a longer run has:
+    past warm-up, Megatron's interleaved schedule repeats a period of p v actions, so the counts
+    after each forward are those of 3p microbatches once m is a multiple of p beyond it (checked
+    against the whole walk in tests/test_memory.py); a walk of m = 10^7 is then 3p long."""
+    return 3 * p if m > 3 * p and m % p == 0 else m
+
+
 @lru_cache(maxsize=_CACHE_SIZE)
 def interleaved_counts(p: int, m: int, v: int, stage: int) -> tuple[tuple[int, int, int], ...]:
     """(chunk-microbatches, of them chunk 0, of them chunk v-1) held after each forward of an
@@ -221,7 +229,7 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     if v > 1 and (first or last):
         return max(
             n * chunk + n0 * first + nl * last
-            for n, n0, nl in interleaved_counts(p, w.microbatches, v, stage)
+            for n, n0, nl in interleaved_counts(p, steady_microbatches(p, w.microbatches), v, stage)
         )
     count = in_flight_chunks(par.schedule, p, w.microbatches, v, stage)
     last_count = 1 if par.schedule != "gpipe" else count  # 1F1B's last stage holds one microbatch

@@ -22,12 +22,26 @@ SUBPROCESS_CASES = [
     Case("run/process/deep", ("run", "{d}/w.yaml"), (("w.yaml", deep_nesting()),)),
     Case("memory/process/binary", ("memory", "{d}/w.yaml"), (("w.yaml", b"\x00\xff" * 99),)),
     Case(
-        "run/process/global-batch-1e7",
-        ("run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--global-batch", "10000000"),
+        "run/process/global-batch-1e7",  # zero bubble: its memory walks every action
+        (
+            "run",
+            str(ROOT / "workloads" / "gpt3-175b.yaml"),
+            "--global-batch",
+            "10000000",
+            "--schedule",
+            "zb-h1",
+        ),
     ),
     Case(
         "memory/process/global-batch-1e7",
-        ("memory", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--global-batch", "10000000"),
+        (
+            "memory",
+            str(ROOT / "workloads" / "gpt3-175b.yaml"),
+            "--global-batch",
+            "10000000",
+            "--schedule",
+            "zb-h1",
+        ),
     ),
     Case("sweep/process/dev-zero", ("sweep", "/dev/zero")),
     Case(

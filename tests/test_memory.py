@@ -203,3 +203,17 @@ def test_output_deallocation_saves_sbh_per_in_flight_microbatch(workloads, hardw
     saved = stage_activation_bytes(off, 0) - stage_activation_bytes(on, 0)
     assert saved / 2**30 == pytest.approx(2 * 2048 * 20480 * 35 / 2**30)
     assert round(saved / 2**30, 2) == 2.73
+
+
+@pytest.mark.parametrize("p,v", [(2, 2), (4, 3), (8, 2), (8, 4), (9, 7), (16, 3)])
+def test_interleaved_walk_of_a_steady_few_microbatches_finds_every_peak(p, v):
+    """memory.steady_microbatches: walking 3p microbatches gives the held-count triples the
+    whole walk of a long run gives, on both end stages."""
+    from simsp.memory import interleaved_counts, steady_microbatches
+
+    for m in (4 * p, 7 * p):
+        assert steady_microbatches(p, m) == 3 * p
+        for stage in (0, p - 1):
+            assert set(interleaved_counts(p, m, v, stage)) == set(
+                interleaved_counts(p, 3 * p, v, stage)
+            )

@@ -246,8 +246,17 @@ def test_a_killed_sweep_leaves_no_worker(tmp_path):
     assert not [w for w in workers if _alive(w)], "workers outlived the killed sweep"
 
 
-def test_a_global_batch_of_ten_million_is_answered_in_one_line(capsys):
-    assert main(["run", W175, "--global-batch", "10000000"]) == 2
+def test_a_global_batch_of_ten_million_is_answered_by_the_closed_form(capsys):
+    """The 175B's interleaved schedule: the closed form walks a steady 3p microbatches for its
+    end stages' memory (memory.steady_microbatches), so it answers, and says it did."""
+    assert main(["run", W175, "--global-batch", "10000000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("closed form (simsp.analytic), not simulated")
+    assert "240,000,000 actions" in out and "--max-actions" in out
+
+
+def test_past_the_limit_a_schedule_that_walks_is_refused_in_one_line(capsys):
+    assert main(["run", W175, "--global-batch", "10000000", "--schedule", "zb-h1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "240,000,000 actions" in err and "--max-actions" in err
