@@ -429,3 +429,12 @@ def test_the_pareto_axis_is_labelled_in_gib_and_centred_on_the_hbm_line():
     assert 80 / 16 / 1.2 <= lo < 30 and 95 < hi <= 80 * 16 * 1.2
     note = layout["annotations"][0]
     assert note["y"] == 1 and note["yanchor"] == "bottom" and note["showarrow"] is False
+
+
+def test_the_reproduction_page_is_the_same_bytes_on_every_run(tmp_path):
+    """plotly names each figure's div with a random uuid unless told; simsp names them."""
+    from simsp.reproduce import reproduce, write_report
+
+    tables = reproduce()
+    pages = [write_report(tables, tmp_path / str(k)).read_bytes() for k in range(2)]
+    assert pages[0] == pages[1]

@@ -20,7 +20,7 @@ def figure_html(spec: dict) -> str:
 
     import plotly.graph_objects as go
 
-    page = go.Figure(spec).to_html(include_plotlyjs=True, full_html=True)
+    page = go.Figure(spec).to_html(include_plotlyjs=True, full_html=True, div_id="simsp-figure")
     title = ((spec.get("layout") or {}).get("title") or {}).get("text") or "simsp"
     text = html.escape(html.unescape(re.sub(r"<[^>]*>", "", title)))
     return page.replace("<head>", f"<head><title>{text}</title>", 1)
@@ -123,6 +123,9 @@ def reproduction_html(tables: dict, headers: dict) -> str:
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(_table(headers[title], rows))
         figs[title].update_layout(height=460, template="plotly_white")
-        parts.append(figs[title].to_html(include_plotlyjs=(i == 0), full_html=False))
+        # a fixed div id per figure: plotly's default is a random uuid, and the same tables
+        # should give the same page byte for byte
+        div = f"simsp-figure-{i}"
+        parts.append(figs[title].to_html(include_plotlyjs=(i == 0), full_html=False, div_id=div))
     parts.append("</body></html>")
     return "\n".join(parts)
