@@ -149,7 +149,11 @@ def hardware_rules(hw: "HardwareSpec"):
     )
     yield _efficiencies("memory_bound.efficiency_by_bytes", mb.efficiency_by_bytes)
     yield _efficiencies("calibration.gemm_fallback_efficiency", cal.gemm_fallback_efficiency)
-    for key in ("memory_bound.layernorm_fwd_gbps", "memory_bound.layernorm_bwd_gbps"):
+    for key in (
+        "memory_bound.layernorm_fwd_gbps",
+        "memory_bound.layernorm_bwd_gbps",
+        "calibration.adam_gbps",
+    ):
         value = _value(hw, key)
         yield (
             key,

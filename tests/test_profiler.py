@@ -412,7 +412,7 @@ host_recompute_selective_us: 300.0
 ADAM_FILE = """\
 # measured by `simsp profile optimizer --device cuda` on NVIDIA H200, torch 2.11.0, CUDA 13.0, \
 2026-11-29 12:00:00 UTC
-adam_gbps: 3500
+adam_gbps: 1500
 """
 
 
@@ -443,7 +443,7 @@ def test_calibrate_replaces_measured_values_and_their_provenance(tmp_path, cli):
         cal.host_recompute_full_us,
         cal.host_recompute_selective_us,
         cal.adam_gbps,
-    ) == (900.5, 1500.0, 950.0, 300.0, 3500.0)
+    ) == (900.5, 1500.0, 950.0, 300.0, 1500.0)
     text = out.read_text()
     assert (
         text.count("# measured by `simsp profile host") == 1 and text.count("on NVIDIA H200") == 2
@@ -623,3 +623,12 @@ def capture_command(workload, root) -> list[str]:
         "--root",
         str(root),
     ]
+
+
+def test_an_optimizer_rate_past_the_gpus_hbm_is_refused(tmp_path, cli):
+    """3500 GB/s of Adam traffic on an A100 (HBM 2039 GB/s) is no measurement: exit 2."""
+    adam, out = tmp_path / "adam.yaml", tmp_path / "new.yaml"
+    adam.write_text(ADAM_FILE.replace("adam_gbps: 1500", "adam_gbps: 3500"))
+    argv = ["calibrate", "--hardware", str(BASE_HW), "--optimizer", str(adam), "--out", str(out)]
+    assert cli(argv) == 2
+    assert not out.exists()
