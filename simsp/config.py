@@ -341,9 +341,11 @@ def load_hardware(path=None) -> HardwareSpec:
     cal = dataclasses.replace(
         cal,
         gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
-        gemm_model=_resolve_paths(path, "calibration.gemm_model", [cal.gemm_model], folder)[0]
-        if cal.gemm_model
-        else "",
+        **{
+            key: _resolve_paths(path, f"calibration.{key}", [getattr(cal, key)], folder)[0]
+            for key in ("gemm_model", "gemm_fp8", "gemm_model_fp8")
+            if getattr(cal, key)
+        },
         flash_attention=(
             _resolve_paths(path, "calibration.flash_attention", [cal.flash_attention], folder)[0]
             if cal.flash_attention

@@ -16,6 +16,10 @@ class GpuSpec:
     """Datasheet HBM bandwidth, GB/s (1e9 B/s)."""
     gemm_max_tflops: float
     """Best achieved dense GEMM rate (MAMF); the roofline fallback's ceiling."""
+    peak_fp8_tflops: float = 0.0
+    """Dense FP8 (e4m3) tensor-core peak; 0 means the GPU has no FP8 tensor cores."""
+    gemm_max_fp8_tflops: float = 0.0
+    """Best achieved dense FP8 GEMM rate (MAMF e4m3); the FP8 roofline's ceiling."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class CalibrationSpec:
     """Measured GEMM table (CSV: m, n, k, batch, layout, tflops); empty means none."""
     gemm_model: str = ""
     """Modeled GEMM table for shapes the measured one does not cover, used before the roofline."""
+    gemm_fp8: str = ""
+    """Measured FP8 (e4m3 in, bf16 out) GEMM table, same columns as `gemm`; empty means none."""
+    gemm_model_fp8: str = ""
+    """Modeled FP8 GEMM table, anchored to measured FP8 points, used before the FP8 roofline."""
     flash_attention: str = ""
     """Measured FlashAttention throughput (CSV: gpu, kernel, head_dim, seq_len, causal, direction,
     tflops, source; FLOPs counted as the flash-attention benchmarks count them); empty means
