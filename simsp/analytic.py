@@ -230,9 +230,12 @@ def iteration_s(c) -> float:
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _layer(model, layer_parallel, micro_batch, hw, place):
+def _layer(model, layer_parallel, micro_batch, hw, place, numerics):
     return layer_time(
-        L.build_layer(model, layer_parallel, micro_batch), cost_model(hw), layer_parallel, place
+        L.build_layer(model, layer_parallel, micro_batch, numerics),
+        cost_model(hw),
+        layer_parallel,
+        place,
     )
 
 
@@ -258,8 +261,13 @@ def _memo_key(w: Workload, cost, lay) -> tuple:
     return (w.model, par, w.training.micro_batch, cost.hw, lay.placement(*LAYER_GROUPS))
 
 
+def _layer_key(w: Workload, cost, lay) -> tuple:
+    """What a layer's cost depends on: the end stages' key and the run's precision."""
+    return (*_memo_key(w, cost, lay), w.training.numerics)
+
+
 MEMOISED = Parts(
-    layer=lambda w, cost, lay: _layer(*_memo_key(w, cost, lay)),
+    layer=lambda w, cost, lay: _layer(*_layer_key(w, cost, lay)),
     ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay)),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro

@@ -131,7 +131,7 @@ def cmd_layer(args) -> None:
 
     w, hw = load(args)
     lt = layer_time(
-        build_layer(w.model, w.parallel, w.training.micro_batch),
+        build_layer(w.model, w.parallel, w.training.micro_batch, w.training.numerics),
         cost_model(hw),
         w.parallel,
         layer_placement(w.parallel, hw.node.gpus),

@@ -16,7 +16,8 @@ from simsp.cost import fsdp
 from simsp.hardware import HardwareSpec
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.params import stage_params
+from simsp.params import linear_params_per_rank, stage_params
+from simsp.precision import BF16, Numerics
 from simsp.schedule import (
     build,
     stage_and_chunk,
@@ -82,53 +83,62 @@ class MemoryReport:
 
 
 def saved_tensors(
-    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
 ) -> tuple[L.Saved, ...]:
     """The tensors one layer keeps for backward under the run's recompute mode (paper §5)."""
     if parallel.recompute == "full":
         return (L.layer_input(model, micro_batch, parallel.cp),)
-    saves = (s for op in L.build_layer(model, parallel, micro_batch) for s in op.saves)
+    saves = (s for op in L.build_layer(model, parallel, micro_batch, numerics) for s in op.saves)
     return tuple(s for s in saves if not (parallel.recompute == "selective" and s.selective))
 
 
-def activation_per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+def activation_per_layer_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
+) -> float:
     """One layer, one microbatch, one GPU: the rows of the paper's Table 2, from the op list."""
-    return _per_layer_bytes(model, parallel.for_layer(), micro_batch)
+    return _per_layer_bytes(model, parallel.for_layer(), micro_batch, numerics)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _per_layer_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
-    return sum(L.stored_bytes(s, parallel) for s in saved_tensors(model, parallel, micro_batch))
+def _per_layer_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics
+) -> float:
+    saved = saved_tensors(model, parallel, micro_batch, numerics)
+    return sum(L.stored_bytes(s, parallel) for s in saved)
 
 
 def chunk_activation_bytes(w: Workload, stage: int = 0, layers: int | None = None) -> float:
     """One of a stage's chunks of `layers` layers (a middle chunk's by default), one microbatch:
     with recompute full on only its first N layers (recompute_num_layers, recompute_per_stage),
     those keep their inputs, the rest all they save."""
-    par, b = w.parallel, w.training.micro_batch
+    par, b, num = w.parallel, w.training.micro_batch, w.training.numerics
     n = w.layers_per_chunk if layers is None else layers
     full = par.recomputed_layers(n, stage)
     if par.recompute != "full" or full == n:
-        return n * activation_per_layer_bytes(w.model, par, b)
+        return n * activation_per_layer_bytes(w.model, par, b, num)
     rest = dataclasses.replace(par, recompute="none")
-    return full * activation_per_layer_bytes(w.model, par, b) + (
+    return full * activation_per_layer_bytes(w.model, par, b, num) + (
         n - full
-    ) * activation_per_layer_bytes(w.model, rest, b)
+    ) * activation_per_layer_bytes(w.model, rest, b, num)
 
 
-def weight_grad_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+def weight_grad_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
+) -> float:
     """What one layer keeps from its I pass to its deferred W pass, one GPU: each linear layer's
     saved input and its output gradient, the two operands of dW = dYᵀ X (Qi et al. 2024, §2).
     Both are counted as they are stored: under SP sequence-sharded (the column layers' inputs
     and the row layers' [s, b, h] output gradients), to be gathered again for the W pass; that
     re-gather's time is not modelled."""
-    return _weight_grad_bytes(model, parallel.for_layer(), micro_batch)
+    return _weight_grad_bytes(model, parallel.for_layer(), micro_batch, numerics)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _weight_grad_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
+def _weight_grad_bytes(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics
+) -> float:
     total = 0.0
-    for op in L.build_layer(model, parallel, micro_batch):
+    for op in L.build_layer(model, parallel, micro_batch, numerics):
         if op.kind == "gemm":
             total += sum(L.stored_bytes(s, parallel) for s in op.saves)
             row = op.saves[0].shard == "tp"  # a row-parallel layer's input is TP-split
@@ -248,7 +258,7 @@ def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
     par = w.parallel
     p, v = par.pp, par.chunks
     last = p * v - 1
-    per_layer_w = weight_grad_bytes(w.model, par, w.training.micro_batch)
+    per_layer_w = weight_grad_bytes(w.model, par, w.training.micro_batch, w.training.numerics)
     placement = par.placement
     counts = w.chunk_layers
     chunks = {n: chunk_activation_bytes(w, stage, n) for n in set(counts)}
@@ -282,10 +292,22 @@ def stage_memory(w: Workload, stage: int) -> StageMemory:
     """One stage's weights and optimizer state and its activation peak; with FSDP the sharded
     state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py)."""
     params = stage_params(w.model, w.parallel, stage)
-    weights = params * weight_bytes_per_param(w.parallel)
+    weights = params * weight_bytes_per_param(w.parallel) + fp8_weight_bytes(w, stage)
     if w.parallel.fsdp:
         weights += fsdp.in_flight_bytes(w, params)
     return StageMemory(stage, weights, stage_activation_bytes(w, stage))
+
+
+def fp8_weight_bytes(w: Workload, stage: int) -> float:
+    """FP8 copies of the stage's linear weights (row-wise and transposed, with their scales),
+    cached for the whole iteration (precision.py); with FSDP only the two layers gathered at a
+    time have them."""
+    per_param = w.training.numerics.weight_copy_bytes()
+    if not per_param:
+        return 0.0
+    par = w.parallel
+    layers = 2 if par.fsdp and par.pp == 1 else par.stage_layers(w.model.layers, stage)
+    return per_param * layers * linear_params_per_rank(w.model, par.tp)
 
 
 def peak_candidates(p: int) -> tuple[int, ...]:
@@ -305,5 +327,7 @@ def peak_bytes(w: Workload) -> float:
 def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
     """Per-stage peak HBM for a workload on a machine."""
     stages = tuple(stage_memory(w, s) for s in range(w.parallel.pp))
-    per_layer = activation_per_layer_bytes(w.model, w.parallel, w.training.micro_batch)
+    per_layer = activation_per_layer_bytes(
+        w.model, w.parallel, w.training.micro_batch, w.training.numerics
+    )
     return MemoryReport(hw.hbm_bytes, per_layer, stages)

@@ -28,6 +28,20 @@ def layer_params_per_rank(model: ModelSpec, tp: int) -> float:
     return sum(L.stored_params(w, tp) for w in layer_weights(model))
 
 
+@lru_cache(maxsize=4096)
+def linear_params_per_rank(model: ModelSpec, tp: int) -> float:
+    """One layer's linear-layer weights (biases, norms excepted) on one TP rank: the tensors an
+    FP8 run keeps FP8 copies of."""
+    ops = L.build_layer(model, ParallelSpec(), 1)
+    return sum(
+        L.stored_params(w, tp)
+        for op in ops
+        if op.kind == "gemm"
+        for w in op.weights
+        if not w.name.endswith(" bias")
+    )
+
+
 def total_params(model: ModelSpec) -> int:
     """All parameters of the model with its own (unpadded) vocabulary: layers, embeddings,
     final norm and, if untied, the output layer (one copy: tied weights are one tensor)."""

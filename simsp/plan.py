@@ -154,7 +154,7 @@ class Parts:
 
 def _direct_layer(w: Workload, cost: CostModel, lay: Layout) -> LayerTime:
     return layer_time(
-        build_layer(w.model, w.parallel, w.training.micro_batch),
+        build_layer(w.model, w.parallel, w.training.micro_batch, w.training.numerics),
         cost,
         w.parallel,
         lay.placement(*LAYER_GROUPS),
@@ -192,7 +192,7 @@ def chunk_costs(
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b)
     output = stage_output_bytes(w.model, par, b)
     sent = sends_output(par, last, placement)
-    per_layer_for_w = weight_grad_bytes(w.model, par, b)
+    per_layer_for_w = weight_grad_bytes(w.model, par, b, w.training.numerics)
 
     def chunk(vs: int) -> ChunkCost:
         stage, n = schedule.stage_and_chunk(par.pp, vs, placement)[0], counts[vs]

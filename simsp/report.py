@@ -41,8 +41,13 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
         f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
         f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} "
         f"{schedule_name(p)}{chunks} {parallel_extras(p)}"
-        f"b={w.training.micro_batch} B={w.training.global_batch}"
+        f"b={w.training.micro_batch} B={w.training.global_batch}{precision_note(w.training)}"
     )
+
+
+def precision_note(t) -> str:
+    """` fp8 (delayed)` for an FP8 run; nothing for the BF16 default."""
+    return f" {t.precision} ({t.fp8_recipe})" if t.precision == "fp8" else ""
 
 
 def parallel_extras(p: ParallelSpec) -> str:
@@ -160,6 +165,17 @@ class Result:
             self.model_flops, self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops
         )
 
+    def mfu_fp8_peak(self) -> float | None:
+        """Model FLOPs utilisation against the GPU's dense FP8 peak (None without FP8 tensor
+        cores): what an FP8 run leaves of the faster peak its linear layers run at."""
+        peak = self.hardware.gpu.peak_fp8_tflops
+        w = self.workload
+        return (
+            utilization(self.model_flops, self.iteration_time_s, w.parallel.gpus, peak)
+            if peak
+            else None
+        )
+
     def hfu(self) -> float:
         w = self.workload
         return utilization(
@@ -219,6 +235,9 @@ class Result:
             "iteration_time_s": self.iteration_time_s,
             "mfu": self.mfu(),
             "hfu": self.hfu(),
+            "mfu_fp8_peak": self.mfu_fp8_peak(),
+            "precision": w.training.precision,
+            "fp8_recipe": w.training.fp8_recipe if w.training.precision == "fp8" else None,
             "params": total_params(w.model),
             "model_flops": self.model_flops,
             "flops_formula": MODEL_FLOPS_FORMULA,
@@ -261,7 +280,8 @@ def run_summary(r: Result) -> str:
     layer_comm = "TP/CP" if r.workload.parallel.cp > 1 else "TP"  # the ring's wait is a layer's
     lines = [
         describe(r.workload, r.hardware),
-        f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}   HFU {d['hfu']:.1%}   "
+        f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}{_fp8_note(d)}   "
+        f"HFU {d['hfu']:.1%}   "
         f"{d['tokens_per_s']:,.0f} tokens/s",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
@@ -274,6 +294,11 @@ def run_summary(r: Result) -> str:
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
     ]
     return "\n".join(lines)
+
+
+def _fp8_note(d: dict) -> str:
+    """An FP8 run's MFU against the FP8 peak too."""
+    return f" ({d['mfu_fp8_peak']:.1%} of FP8 peak)" if d["precision"] == "fp8" else ""
 
 
 def _recompute_note(w: Workload) -> str:

@@ -1,6 +1,6 @@
 """One training run: model, batch and parallel plan, checked against the rules that bind them."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from simsp.errors import InputError
@@ -13,6 +13,7 @@ from simsp.model import (
     ModelSpec,
 )
 from simsp.parallel import CP_COMM_TYPES, DIMENSIONS, RECOMPUTE_MODES, SCHEDULES, ParallelSpec
+from simsp.precision import FP8_RECIPES, PRECISIONS, Numerics
 from simsp.schedule import REGISTRY
 
 
@@ -24,6 +25,18 @@ class TrainingSpec:
     """Sequences per iteration over all replicas (the paper's B in Eq. 7)."""
     micro_batch: int
     """Sequences per microbatch b."""
+    precision: str = field(default="bf16", metadata={"choices": PRECISIONS})
+    """Linear-layer GEMM precision: bf16, or fp8 as Transformer Engine runs it (simsp/precision.py);
+    attention, norms and the output layer stay 16-bit."""
+    fp8_recipe: str = field(default="delayed", metadata={"choices": FP8_RECIPES})
+    """Transformer Engine's FP8 scaling recipe under precision fp8: delayed, current (per-tensor
+    current scaling), mxfp8 (Blackwell's 32-element blocks) or blockwise (1x128 / 128x128
+    blocks)."""
+
+    @property
+    def numerics(self) -> Numerics:
+        """The precision as the layer and memory models read it."""
+        return Numerics(self.precision, self.fp8_recipe)
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,18 @@ def _rules(w: Workload):
         f"must be one of {', '.join(SCHEDULES)}",
     )
     yield from _model_choices(m)
+    yield (
+        "training.precision",
+        t.precision,
+        t.precision in PRECISIONS,
+        f"must be one of {', '.join(PRECISIONS)}",
+    )
+    yield (
+        "training.fp8_recipe",
+        t.fp8_recipe,
+        t.fp8_recipe in FP8_RECIPES,
+        f"must be one of {', '.join(FP8_RECIPES)}",
+    )
     yield (
         "model.heads",
         m.heads,

@@ -275,7 +275,12 @@ def test_run_json_states_the_configuration_it_ran(capsys):
     assert main(["run", W175, "--tp", "4", "--pp", "16", "--json"]) == 0
     c = json.loads(capsys.readouterr().out)["configuration"]
     assert c["parallel"]["tp"] == 4 and c["parallel"]["pp"] == 16 and c["parallel"]["dp"] == 1
-    assert c["training"] == {"global_batch": 64, "micro_batch": 1}
+    assert c["training"] == {
+        "global_batch": 64,
+        "micro_batch": 1,
+        "precision": "bf16",
+        "fp8_recipe": "delayed",
+    }
     assert c["model"]["layers"] == 96 and c["hardware_file"].endswith("dgx-a100-80gb.yaml")
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from simsp.calibration import GemmTable, read_attention_table, read_gemm_table
 from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR
+from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 from simsp.layer import Attention, Gemm
+from simsp.precision import BYTES_FP8
 from simsp.units import BYTES_16BIT, GB, TERA, US
 
 FORWARD, DGRAD, WGRAD = "TN", "NN", "NT"
@@ -40,12 +42,14 @@ def gemm_grad_shapes(g: Gemm) -> tuple[tuple[Gemm, str], tuple[Gemm, str]]:
     dgrad: dA[m,k] = dC[m,n] Wᵀ (NN); wgrad: dW[n,k] = dCᵀ[n,m] A[m,k] (NT), as SimuMax
     records them.
     """
-    return (Gemm(g.m, g.k, g.n, g.batch), DGRAD), (Gemm(g.n, g.k, g.m, g.batch), WGRAD)
+    dgrad = dataclasses.replace(g, m=g.m, n=g.k, k=g.n)
+    wgrad = dataclasses.replace(g, m=g.n, n=g.k, k=g.m)
+    return (dgrad, DGRAD), (wgrad, WGRAD)
 
 
 def attention_grad_shapes(g: Gemm) -> tuple[Gemm, Gemm]:
     """The two batched GEMMs of an attention GEMM's backward, one per input (same FLOPs each)."""
-    return Gemm(g.m, g.k, g.n, g.batch), Gemm(g.k, g.n, g.m, g.batch)
+    return dataclasses.replace(g, n=g.k, k=g.n), dataclasses.replace(g, m=g.k, n=g.n, k=g.m)
 
 
 def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
@@ -62,33 +66,25 @@ def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
     )
 
 
-class ComputeModel:
-    """Kernel times for one GPU type."""
+@dataclass(frozen=True)
+class GemmTables:
+    """The tables of one operand type: measured, modeled, and measured/model at the measured
+    points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU
+    (its MAMF, or the table's own best), as the model's shape trend times a neighbour's ratio
+    can otherwise exceed it."""
 
-    def __init__(self, hw: HardwareSpec):
-        self.hw = hw
-        cal = hw.calibration
-        self.measured = read_gemm_table(cal.gemm) if cal.gemm else None
-        self.model = read_gemm_table(cal.gemm_model) if cal.gemm_model else None
-        self.residual = (
-            _residuals(self.measured, self.model) if self.measured and self.model else None
-        )
-        # No shape runs faster than the best rate measured on this GPU (its MAMF, or the table's
-        # own best): the model's shape trend times a neighbour's ratio can otherwise exceed it.
-        best = max((p.tflops for p in self.measured.points), default=0.0) if self.measured else 0.0
-        self.ceiling_tflops = max(hw.gpu.gemm_max_tflops, best)
-        self.launch_s = hw.calibration.kernel_launch_us * US
-        self.attention_table = (
-            read_attention_table(cal.flash_attention) if cal.flash_attention else None
-        )
+    measured: GemmTable | None
+    model: GemmTable | None
+    ceiling_tflops: float
+    residual: GemmTable | None
 
-    def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
-        """A (batched) GEMM: the measured table where it covers the shape, then the modeled
-        table, else the roofline."""
-        tflops, source = self.tflops(g, layout)
-        if tflops:
-            return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
-        return Timed(max(self._roofline_s(g), self.launch_s), "roofline")
+    @classmethod
+    def read(cls, measured_path: str, model_path: str, mamf_tflops: float) -> "GemmTables":
+        measured = read_gemm_table(measured_path) if measured_path else None
+        model = read_gemm_table(model_path) if model_path else None
+        best = max((p.tflops for p in measured.points), default=0.0) if measured else 0.0
+        residual = _residuals(measured, model) if measured and model else None
+        return cls(measured, model, max(mamf_tflops, best), residual)
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
@@ -109,6 +105,46 @@ class ComputeModel:
         if measured:
             return measured, "table"
         return modeled, "model"
+
+
+OPERAND_BYTES = {"bf16": BYTES_16BIT, "fp8": BYTES_FP8}
+
+
+class ComputeModel:
+    """Kernel times for one GPU type."""
+
+    def __init__(self, hw: HardwareSpec):
+        self.hw = hw
+        cal, gpu = hw.calibration, hw.gpu
+        self.tables = {
+            "bf16": GemmTables.read(cal.gemm, cal.gemm_model, gpu.gemm_max_tflops),
+            "fp8": GemmTables.read(cal.gemm_fp8, cal.gemm_model_fp8, gpu.gemm_max_fp8_tflops),
+        }
+        self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
+        self.launch_s = hw.calibration.kernel_launch_us * US
+        self.attention_table = (
+            read_attention_table(cal.flash_attention) if cal.flash_attention else None
+        )
+
+    def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
+        """A (batched) GEMM in its operand type: the measured table where it covers the shape,
+        then the modeled table, else the roofline."""
+        if g.dtype == "fp8" and not self.hw.gpu.peak_fp8_tflops:
+            raise InputError(
+                self.hw.source or self.hw.name,
+                "gpu.peak_fp8_tflops",
+                self.hw.gpu.peak_fp8_tflops,
+                "training.precision fp8 needs a GPU with FP8 tensor cores (set its dense FP8 "
+                "peak and gemm_max_fp8_tflops)",
+            )
+        tflops, source = self.tables[g.dtype].tflops(g, layout)
+        if tflops:
+            return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
+        return Timed(max(self._roofline_s(g), self.launch_s), "roofline")
+
+    def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
+        """Throughput of a GEMM from the tables of its operand type, and its source."""
+        return self.tables[g.dtype].tflops(g, layout)
 
     def flash_attention(self, att: Attention, backward: bool = False) -> Timed:
         """A fused attention kernel: its benchmark FLOPs (x 2.5 backward) over the measured rate
@@ -138,12 +174,10 @@ class ComputeModel:
     def _roofline_s(self, g: Gemm) -> float:
         """max(compute at the efficiency curve's rate, operand and result traffic over HBM)."""
         gpu = self.hw.gpu
-        rate = (
-            gpu.gemm_max_tflops
-            * TERA
-            * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
-        )
-        traffic = BYTES_16BIT * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n)
+        best = gpu.gemm_max_fp8_tflops if g.dtype == "fp8" else gpu.gemm_max_tflops
+        rate = best * TERA * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
+        operands = OPERAND_BYTES[g.dtype] * (g.m * g.k + g.k * g.n)
+        traffic = g.batch * (operands + BYTES_16BIT * g.m * g.n)
         return max(g.flops / rate, self.memory_bound(traffic).seconds)
 
     def memory_bound(self, nbytes: float, kind: str = "", backward: bool = False) -> Timed:

@@ -217,11 +217,25 @@ class _Pass:
             dataclasses.replace(comm, seconds=exposed),
         ]
 
+    def quantize(self, op: Op, phase: str, backward: bool) -> list[Entry]:
+        """An FP8 linear layer's quantize kernels (cast, transpose, amax) in one direction, by
+        their bytes (layer/fp8.py); none under BF16."""
+        nbytes = op.bwd_bytes if backward else op.fwd_bytes
+        if not (op.gemm and nbytes):
+            return []
+        timed = self.cost.compute.memory_bound(nbytes, "fp8_cast", backward)
+        return [self.compute(f"{op.name} fp8 cast", phase, "fp8_cast", timed)]
+
     def forward(
         self, op: Op, phase: str, before: Op | None = None, after: Op | None = None
     ) -> list[Entry]:
         """One op's forward; `before` and `after` are its neighbours in the op list, for the
         collectives tp_comm_overlap prices together with their GEMM."""
+        return (self.quantize(op, phase, False) if op.gemm else []) + self._forward(
+            op, phase, before, after
+        )
+
+    def _forward(self, op: Op, phase: str, before: Op | None, after: Op | None) -> list[Entry]:
         if op.kind == "comm":
             if self.userbuffers(op, op.fwd_comm, after if op.overlaps_wgrad else before):
                 return []  # with its GEMM
@@ -287,7 +301,9 @@ class _Pass:
         exit_comm = (
             after if after is not None and self.userbuffers(after, after.bwd_comm, op) else None
         )
-        return self._linear_backward(op, entry_comm, exit_comm)
+        return self.quantize(op, "backward", True) + self._linear_backward(
+            op, entry_comm, exit_comm
+        )
 
     def _linear_backward(self, op: Op, entry_comm: Op | None, exit_comm: Op | None) -> list[Entry]:
         """dgrad (with SP's input all-gather alongside), then wgrad with the input-gradient

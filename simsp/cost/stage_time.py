@@ -6,7 +6,8 @@ from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
 from simsp.layer import Gemm
 from simsp.layout import GRADIENT_GROUP, Layout, Placement
-from simsp.params import stage_params
+from simsp.params import linear_params_per_rank, stage_params
+from simsp.precision import cast_bytes
 from simsp.units import BYTES_16BIT, BYTES_FP32
 from simsp.workload import Workload
 
@@ -154,4 +155,16 @@ def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
         params = shard
     mb = cost.compute.memory_bound
     step = mb(GRAD_AVERAGE_BYTES * params + STEP_OTHER_BYTES * shard).seconds
-    return step + mb(ADAM_BYTES * shard, "adam").seconds
+    return step + mb(ADAM_BYTES * shard, "adam").seconds + fp8_weight_cast_s(w, cost, stage)
+
+
+def fp8_weight_cast_s(w: Workload, cost: CostModel, stage: int) -> float:
+    """Quantizing the stage's updated linear weights to their cached FP8 copies, once an
+    iteration (TE casts them in the first microbatch's forward, `is_first_microbatch`; priced
+    here beside the step, as the same bytes on the same stream). Zero under BF16."""
+    numerics = w.training.numerics
+    if not numerics.fp8:
+        return 0.0
+    layers = w.parallel.stage_layers(w.model.layers, stage)
+    elements = layers * linear_params_per_rank(w.model, w.parallel.tp)
+    return cost.compute.memory_bound(cast_bytes(elements, numerics.fp8_recipe), "fp8_cast").seconds

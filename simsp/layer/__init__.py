@@ -24,6 +24,7 @@ from simsp.layer.ends import (
     output_saves,
     output_weights,
 )
+from simsp.layer.fp8 import fp8_layer
 from simsp.layer.mlp import ACTIVATIONS, mlp_ops
 from simsp.layer.ops import (
     SHARDS,
@@ -39,6 +40,7 @@ from simsp.layer.ops import (
 )
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
+from simsp.precision import BF16, Numerics
 
 __all__ = [
     "ACTIVATIONS",
@@ -63,7 +65,11 @@ __all__ = [
 ]
 
 
-def build_layer(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> tuple[Op, ...]:
-    """The ops of one layer on one TP rank for one microbatch: attention block, then MLP block."""
+def build_layer(
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
+) -> tuple[Op, ...]:
+    """The ops of one layer on one TP rank for one microbatch: attention block, then MLP block,
+    in the run's precision."""
     dm = Dims.of(model, parallel, micro_batch)
-    return (*attention_ops(model, parallel, dm), *mlp_ops(model, parallel, dm))
+    ops = (*attention_ops(model, parallel, dm), *mlp_ops(model, parallel, dm))
+    return fp8_layer(ops, numerics, parallel)

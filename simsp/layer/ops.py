@@ -44,6 +44,9 @@ class Gemm:
     n: int
     k: int
     batch: int = 1
+    dtype: str = "bf16"
+    """Operand type: bf16, or fp8 (E4M3/E5M2 operands, BF16 output) for an FP8 run's linear
+    layers."""
 
     @property
     def flops(self) -> float:
@@ -114,10 +117,11 @@ class Op:
     gemm: Gemm | None = None
     attention: Attention | None = None
     fwd_bytes: float = 0.0
-    """HBM bytes the forward kernel moves (memory-bound kinds), per TP rank."""
+    """HBM bytes the forward kernel moves (memory-bound kinds), per TP rank; for an FP8 linear
+    layer, its quantize kernels' bytes (layer/fp8.py)."""
     bwd_bytes: float = 0.0
     """HBM bytes the backward kernels move (memory-bound kinds, bias-gradient reductions
-    included), per TP rank."""
+    included), per TP rank; for an FP8 linear layer, its quantize kernels' bytes."""
     saves: tuple[Saved, ...] = ()
     weights: tuple[Weight, ...] = ()
     selective: bool = False

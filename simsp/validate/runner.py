@@ -36,7 +36,7 @@ def predict(case: Case) -> float:
 
     w = case.workload
     lt = layer_time(
-        build_layer(w.model, w.parallel, w.training.micro_batch),
+        build_layer(w.model, w.parallel, w.training.micro_batch, w.training.numerics),
         cost_model(hw),
         w.parallel,
         layer_placement(w.parallel, hw.node.gpus),

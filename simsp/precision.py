@@ -1,0 +1,109 @@
+"""Numeric precision of a run: BF16 throughout, or FP8 linear layers as Transformer Engine runs
+them.
+
+With `precision: fp8` every linear layer of a transformer layer (QKV, projection, fc1, fc2) runs
+its three GEMMs (forward, dgrad, wgrad) on FP8 operands with a BF16 output, as Megatron-Core's
+TE layers do inside `fp8_autocast` (Megatron-LM `--fp8-format hybrid`: E4M3 forward, E5M2
+gradients). Core attention, norms, activations, the embedding and the output layer stay 16-bit
+(Megatron-Core wraps only the transformer layers; FlashAttention runs BF16).
+
+What FP8 adds, per linear layer, from Transformer Engine's modules (`pytorch/module/linear.py`,
+`layernorm_linear.py`, 1.x and 2.5):
+- Quantize kernels, memory-bound, costed by their bytes (`cast_bytes`): the layer's input in
+  forward and its output gradient in backward are read in BF16 and written as FP8 in both
+  layouts a GEMM needs (Hopper's FP8 tensor cores take only the TN layout, so TE writes a
+  row-wise copy and a transposed copy: `fp8_cast_transpose_fused`). A column-parallel layer fed
+  by a norm (QKV, fc1) gets its FP8 input from the fused norm kernel (`layernorm_fwd_fp8`) with
+  no extra pass, and transposes the saved copy in backward (`fp8_transpose`) for its wgrad.
+  Current scaling reads the tensor once more for its amax before casting
+  (`Float8CurrentScalingQuantizer`), and cannot take the norm's fused output. MXFP8 (Blackwell)
+  and FP8 block scaling write both layouts with one scale per 32 elements (E8M0, one byte) or
+  one FP32 scale per 128 (`MXFP8Quantizer`, `Float8BlockQuantizer`), amax taken per block in the
+  same pass.
+- Memory: the input a linear layer saves for its wgrad is its FP8 copy (one byte an element,
+  plus block scales), not BF16; FlashAttention still saves its BF16 output, which was the
+  projection's saved input. Each linear weight keeps an FP8 row-wise and transposed copy for the
+  whole iteration (TE caches them from the first microbatch, `is_first_microbatch`), beside the
+  BF16 weight and the FP32 master and moments, which do not change.
+- Communication: under sequence parallelism a column-parallel layer all-gathers its input
+  already in FP8 (TE's LayerNormLinear quantizes `ln_out` before `gather_along_first_dim`, and
+  re-gathers the saved FP8 copy for wgrad); reduce-scatters carry BF16 gradients.
+Not modelled: delayed scaling's amax-history all-reduce (one small message a step), FP8 weight
+all-gathers (`--fp8-param-gather`), FP8 attention.
+"""
+
+from dataclasses import dataclass
+
+from simsp.units import BYTES_16BIT
+
+PRECISIONS = ("bf16", "fp8")
+FP8_RECIPES = ("delayed", "current", "mxfp8", "blockwise")
+"""Transformer Engine's recipes: DelayedScaling, Float8CurrentScaling, MXFP8BlockScaling,
+Float8BlockScaling (transformer_engine/common/recipe)."""
+BYTES_FP8 = 1
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How an FP8 recipe scales and lays out its tensors."""
+
+    name: str
+    scale_bytes: float
+    """Bytes of scaling factors per element and per copy (0 for one per-tensor scale)."""
+    amax_pass: bool
+    """Reads the BF16 tensor once more for its amax before casting (current scaling)."""
+    fused_norm: bool
+    """The norm kernel writes the FP8 input of the linear layer after it."""
+    both_layouts: bool
+    """The quantize kernel writes the column-wise copy too, so nothing is transposed later."""
+
+
+RECIPES = {
+    "delayed": Recipe("delayed", 0.0, False, True, False),
+    "current": Recipe("current", 0.0, True, False, False),
+    "mxfp8": Recipe("mxfp8", 1 / 32, False, True, True),
+    "blockwise": Recipe("blockwise", 4 / 128, False, False, True),
+}
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """The run's precision, as `build_layer` and the memory model read it."""
+
+    precision: str = "bf16"
+    recipe: str = "delayed"
+
+    @property
+    def fp8(self) -> bool:
+        return self.precision == "fp8"
+
+    @property
+    def fp8_recipe(self) -> Recipe:
+        return RECIPES[self.recipe]
+
+    def weight_copy_bytes(self) -> float:
+        """Bytes a linear weight's parameter keeps beside its BF16 copy: FP8 row-wise and
+        transposed copies with their scales under FP8, none under BF16."""
+        if not self.fp8:
+            return 0.0
+        return 2 * (BYTES_FP8 + self.fp8_recipe.scale_bytes)
+
+
+BF16 = Numerics()
+
+
+def saved_fp8_bytes(bf16_bytes: float, recipe: Recipe) -> float:
+    """A saved BF16 tensor's size as one FP8 copy with its scales."""
+    return bf16_bytes / BYTES_16BIT * (BYTES_FP8 + recipe.scale_bytes)
+
+
+def cast_bytes(elements: float, recipe: Recipe) -> float:
+    """HBM bytes of quantizing a BF16 tensor into its row-wise and column-wise FP8 copies: read
+    2 bytes an element (twice with an amax pass), write two 1-byte copies and their scales."""
+    reads = BYTES_16BIT * elements * (2 if recipe.amax_pass else 1)
+    return reads + 2 * elements * (BYTES_FP8 + recipe.scale_bytes)
+
+
+def transpose_bytes(elements: float) -> float:
+    """HBM bytes of transposing an FP8 tensor (read one copy, write the other)."""
+    return 2 * BYTES_FP8 * elements

@@ -1,0 +1,199 @@
+"""FP8 training (simsp/precision.py, layer/fp8.py): what Transformer Engine changes in a layer's
+ops, its memory and its GEMM costs; BF16 runs stay as they were."""
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simsp import layer as L
+from simsp.config import load_hardware, load_workload
+from simsp.cost.compute import ComputeModel
+from simsp.errors import InputError
+from simsp.memory import activation_per_layer_bytes, stage_memory
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.params import linear_params_per_rank
+from simsp.precision import BF16, RECIPES, Numerics, cast_bytes
+from simsp.report import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = ModelSpec(
+    layers=4,
+    hidden=1024,
+    heads=16,
+    kv_heads=4,
+    seq_len=2048,
+    vocab=32000,
+    ffn_hidden=3584,
+    mlp="swiglu",
+    norm="rmsnorm",
+    position="rope",
+    attention="flash",
+    bias=False,
+    dropout=0.0,
+    tied_embeddings=False,
+)
+SP = ParallelSpec(tp=2, sequence_parallel=True, recompute="none")
+FP8 = Numerics("fp8", "delayed")
+
+
+def _ops(numerics, parallel=SP):
+    return {op.name: op for op in L.build_layer(LLAMA, parallel, 1, numerics)}
+
+
+def test_bf16_leaves_the_layer_as_it_was():
+    assert L.build_layer(LLAMA, SP, 1) == L.build_layer(LLAMA, SP, 1, BF16)
+    assert all(op.gemm is None or op.gemm.dtype == "bf16" for op in L.build_layer(LLAMA, SP, 1))
+
+
+def test_fp8_linear_layers_only():
+    bf, f8 = _ops(BF16), _ops(FP8)
+    linear = {n for n, op in bf.items() if op.kind == "gemm"}
+    assert linear == {"qkv", "projection", "fc1", "fc2"}
+    for name, op in f8.items():
+        if op.gemm is not None:
+            assert op.gemm.dtype == ("fp8" if name in linear else "bf16")
+        if name not in linear and op.kind != "flash_attention" and op.kind != "comm":
+            assert op == bf[name]  # norms, activations, attention: unchanged
+
+
+def test_fp8_saved_inputs_are_one_byte_and_flash_keeps_its_output():
+    bf, f8 = _ops(BF16), _ops(FP8)
+    for name in ("qkv", "projection", "fc1", "fc2"):
+        assert f8[name].saves[0].bytes == bf[name].saves[0].bytes / 2
+    flash = next(op for op in f8.values() if op.kind == "flash_attention")
+    extra = [s for s in flash.saves if s.name == "attention output"]
+    assert extra and extra[0].bytes == bf["projection"].saves[0].bytes
+
+
+def test_fp8_activation_bytes_by_hand():
+    """One layer, tp=2 with SP, b=1: the four linear inputs lose half their bytes, and the
+    attention output (the projection input under BF16) comes back in BF16."""
+    s, h, a, f, t = 2048, 1024, 16, 3584, 2
+    x_sp = 2 * s * h / t  # qkv and fc1 inputs, sequence-sharded
+    proj = 2 * s * h / t  # [s, b, a d] / t
+    fc2 = 2 * s * f / t
+    saved_half = (2 * x_sp + proj + fc2) / 2
+    expected = activation_per_layer_bytes(LLAMA, SP, 1) - saved_half + proj
+    assert activation_per_layer_bytes(LLAMA, SP, 1, FP8) == pytest.approx(expected)
+    assert a * (h // a) == h
+
+
+def test_sp_entry_all_gather_carries_fp8():
+    bf, f8 = _ops(BF16), _ops(FP8)
+    for name in ("attention entry", "mlp entry"):
+        assert f8[name].fwd_comm.bytes == bf[name].fwd_comm.bytes / 2
+        assert f8[name].bwd_comm == bf[name].bwd_comm  # the reduce-scatter of dgrad: BF16
+    assert f8["attention exit"] == bf["attention exit"]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "per_element"),
+    [
+        ("delayed", 2 + 2),  # read BF16, write row-wise and transposed FP8
+        ("current", 4 + 2),  # an amax pass first
+        ("mxfp8", 2 + 2 * (1 + 1 / 32)),  # E8M0 scale per 32 elements, each copy
+        ("blockwise", 2 + 2 * (1 + 4 / 128)),  # FP32 scale per 128 elements
+    ],
+)
+def test_cast_bytes(recipe, per_element):
+    assert cast_bytes(1000, RECIPES[recipe]) == pytest.approx(1000 * per_element)
+
+
+def test_quantize_kernels_by_recipe():
+    """Delayed scaling takes the norm's fused FP8 output for QKV and fc1 and transposes it in
+    backward; current scaling casts every input; both cast every output gradient."""
+    d, c = _ops(FP8), _ops(Numerics("fp8", "current"))
+    elems_x = 2048 * 1024 / 2  # qkv input on one rank under SP
+    assert d["qkv"].fwd_bytes == 0.0
+    grad_qkv = d["qkv"].gemm.m * d["qkv"].gemm.n
+    assert d["qkv"].bwd_bytes == pytest.approx(4 * grad_qkv + 2 * elems_x)
+    assert c["qkv"].fwd_bytes == pytest.approx(6 * elems_x)
+    assert c["qkv"].bwd_bytes == pytest.approx(6 * grad_qkv)
+    fc2_in = 2048 * 3584 / 2
+    assert d["fc2"].fwd_bytes == pytest.approx(4 * fc2_in)
+
+
+def _workload(precision="fp8", recipe="delayed", **parallel):
+    w = load_workload(ROOT / "workloads" / "llama-3.1-8b.yaml")
+    t = dataclasses.replace(w.training, precision=precision, fp8_recipe=recipe)
+    return dataclasses.replace(w, training=t, parallel=dataclasses.replace(w.parallel, **parallel))
+
+
+def test_fp8_weight_copies_in_memory():
+    bf, f8 = _workload("bf16"), _workload()
+    layers = bf.parallel.stage_layers(bf.model.layers, 0)
+    copies = 2 * layers * linear_params_per_rank(bf.model, bf.parallel.tp)
+    extra = stage_memory(f8, 0).weights_and_optimizer_bytes
+    assert extra - stage_memory(bf, 0).weights_and_optimizer_bytes == pytest.approx(copies)
+
+
+def _fp8_hardware(tmp_path, **gpu):
+    """dgx-h100 with FP8 peaks and, optionally, an FP8 GEMM table of one rate everywhere."""
+    text = (ROOT / "hardware" / "dgx-h100.yaml").read_text()
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / "calibration").symlink_to(ROOT / "hardware" / "calibration")
+    lines = []
+    for line in text.splitlines():
+        lines.append(line)
+        if line.startswith("gpu:"):
+            lines += [f"  {k}: {v}" for k, v in gpu.items()]
+    path = folder / "h100.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_fp8_gemm_needs_fp8_tensor_cores():
+    cm = ComputeModel(load_hardware(ROOT / "hardware" / "dgx-a100-80gb.yaml"))
+    with pytest.raises(InputError, match="gpu.peak_fp8_tflops"):
+        cm.gemm(L.Gemm(4096, 4096, 4096, dtype="fp8"))
+
+
+def test_fp8_roofline_at_the_fp8_rate(tmp_path):
+    hw = load_hardware(_fp8_hardware(tmp_path, peak_fp8_tflops=1979, gemm_max_fp8_tflops=1400))
+    cm = ComputeModel(hw)
+    g = L.Gemm(16384, 16384, 16384, dtype="fp8")
+    timed = cm.gemm(g)
+    assert timed.source == "roofline"
+    eff = 0.95  # the fallback curve's top step (dgx-h100.yaml)
+    assert timed.seconds == pytest.approx(g.flops / (1400e12 * eff))
+
+
+def test_fp8_run_reports_both_peaks(tmp_path):
+    hw = load_hardware(_fp8_hardware(tmp_path, peak_fp8_tflops=1979, gemm_max_fp8_tflops=1400))
+    bf, f8 = run(_workload("bf16"), hw), run(_workload(), hw)
+    d = f8.to_dict()
+    assert d["precision"] == "fp8" and d["fp8_recipe"] == "delayed"
+    assert d["mfu_fp8_peak"] == pytest.approx(d["mfu"] * 989 / 1979)
+    assert f8.iteration_time_s < bf.iteration_time_s
+    assert bf.to_dict()["fp8_recipe"] is None
+
+
+def test_cli_fp8_on_a100_is_one_line(tmp_path):
+    out = tmp_path / "t.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "simsp", "run", str(ROOT / "workloads" / "llama-3.1-8b.yaml")]
+        + ["--precision", "fp8", "--timeline", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "gpu.peak_fp8_tflops" in proc.stderr and "fp8" in proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag", [["--precision", "fp4"], ["--fp8-recipe", "nvfp4"]])
+def test_cli_unknown_precision_is_one_line(flag):
+    proc = subprocess.run(
+        [sys.executable, "-m", "simsp", "run", str(ROOT / "workloads" / "llama-3.1-8b.yaml")]
+        + flag,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
