@@ -72,5 +72,7 @@ AZURE_FP8 = {
     "H100": tuple((s, s, s, t) for s, t in zip(AZURE_SQUARE, (274.1, 1011.3, 1216.9, 1290.1, 1377.3, 1382.2)))
     + ((1024, 2145, 1024, 410.7), (6144, 12288, 12288, 1351.4), (802816, 192, 768, 663.8)),
     "H200": tuple((s, s, s, t) for s, t in zip(AZURE_SQUARE, (290.8, 1013.4, 1249.1, 1300.6, 1366.3, 1349.5))),
-    "GB200": tuple((s, s, s, t) for s, t in zip(AZURE_SQUARE, (489.2, 2243.6, 2834.6, 2876.6, 2906.9, 2825.6))),
+    "GB200": tuple((s, s, s, t) for s, t in zip(AZURE_SQUARE, (489.2, 2243.6, 2834.6, 2876.6, 2906.9, 2825.6)))
+    + ((1024, 2145, 1024, 1022.2), (6144, 12288, 12288, 2895.6), (802816, 192, 768, 1459.5)),
 }
+"""The GB200 odd shapes are on the same page (read there; the reference quotes the sweep only)."""
