@@ -248,16 +248,31 @@ class Result:
             "memory": self.memory.to_dict(),
             "breakdown": br,
             "gemm_sources": gemm_sources(lt),
+            "gemm_time_sources": gemm_time_sources(lt),
         }
+
+
+GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")
+"""Layer entries whose rate comes from a GEMM or attention table, the model or the roofline."""
 
 
 def gemm_sources(lt) -> dict:
     """How many GEMM entries of a layer came from the measured table, the model or the roofline."""
     counts: dict[str, int] = {}
     for e in lt.entries:
-        if e.kind in ("gemm", "attention_gemm", "flash_attention"):
+        if e.kind in GEMM_KINDS:
             counts[e.source] = counts.get(e.source, 0) + 1
     return counts
+
+
+def gemm_time_sources(lt) -> dict:
+    """Seconds of one layer's forward and backward (recompute included) GEMM and attention time,
+    by where the rate came from (table, model, roofline, flash table)."""
+    seconds: dict[str, float] = {}
+    for e in lt.entries:
+        if e.kind in GEMM_KINDS and e.phase in ("forward", "recompute", "backward"):
+            seconds[e.source] = seconds.get(e.source, 0.0) + e.seconds
+    return seconds
 
 
 def run(w: Workload, hw: HardwareSpec, progress=None) -> Result:

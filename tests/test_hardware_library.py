@@ -72,8 +72,16 @@ def hw(request):
     return load_hardware(request.param)
 
 
-DERIVED_ELSEWHERE = ("gemm_model.csv", "flash_attention.csv", "flash_attention_fp8.csv")
-"""Written by derive_gemm_model.py and derive_flash_attention.py, not derive_library.py."""
+DERIVED_ELSEWHERE = (
+    "gemm.csv",
+    "gemm_fp8.csv",
+    "gemm_model.csv",
+    "gemm_model_fp8.csv",
+    "flash_attention.csv",
+    "flash_attention_fp8.csv",
+)
+"""Written by derive_gemm_tables.py, derive_gemm_model.py and derive_flash_attention.py, not
+derive_library.py."""
 
 
 def _positive(seconds: float) -> bool:

@@ -18,8 +18,17 @@ shapes (~15 % on A100), so every figure of a layout is multiplied by the geometr
 without a measured table borrows the A100 factors (dgx-a100-80gb/gemm.csv vs the A100_SXM_80GB
 model), and the file says so.
 
+Hopper and Blackwell tables (hardware/calibration/derive_gemm_tables.py calls `derive` with
+these options): `--anchor work` replaces the one factor per layout by a factor that depends on the
+GEMM's work, because the model's error does: on H100 it is ~1.8x pessimistic at 256^3 and ~8 %
+optimistic at 4096^3 (bf16, XLA sm_90), and 27 % optimistic at 8192^3 (fp8, Azure cuBLASLt); one
+mean over small and large points would carry the small shapes' factor to transformer shapes.
+`--precision fp8` models e4m3 x e4m3 -> bf16 (precision string QQTST), TN only (Transformer
+Engine runs every FP8 GEMM of a linear layer as TN on transposed FP8 copies); `--cap` keeps every
+modeled figure at or below the GPU's best measured rate (MAMF).
+
 Writes hardware/calibration/<machine>/gemm_model.csv and (unless --no-readme) adds or replaces
-the `gemm_model.csv` section at the end of hardware/calibration/<machine>/README.md.
+the `gemm_model.csv` section of hardware/calibration/<machine>/README.md.
 """
 
 import argparse
@@ -39,6 +48,11 @@ SCRIPT = "hardware/calibration/derive_gemm_model.py"
 PACKAGE = "nvidia-matmul-heuristics"
 PRECISION = "TST"
 """A/B bf16, compute fp32, C/D bf16 (nvMatmulHeuristics.h precision letters)."""
+PRECISIONS = {"bf16": "TST", "fp8": "QQTST"}
+"""nvMatmulHeuristics.h: 3 letters A/B, compute, C/D; 5 letters A, B, C, compute, D. Q = fp8
+E4M3, T = bf16, S = fp32: fp8 is e4m3 x e4m3 with fp32 accumulation and a bf16 output."""
+PRECISION_TEXT = {"bf16": "bf16 in / fp32 compute / bf16 out",
+                  "fp8": "fp8 e4m3 in / fp32 compute / bf16 out"}
 REFERENCE_MACHINE = "dgx-a100-80gb"
 REFERENCE_GPU = "A100_SXM_80GB"
 """Where the scale factors come from for machines without a measured gemm.csv."""
@@ -78,13 +92,14 @@ def make_model(gpu: str):
         gpu=getattr(nv.NvMatmulHeuristicsNvidiaGpu, gpu))
 
 
-def model_tflops(h, m: int, n: int, k: int, batch: int = 1, layout: str = "TN") -> float:
+def model_tflops(h, m: int, n: int, k: int, batch: int = 1, layout: str = "TN",
+                 precision: str = PRECISION) -> float:
     """Unscaled model TFLOP/s of one (batched) GEMM: 2*m*n*k*batch over the best kernel's runtime."""
     nv = _nv()
     nv_layout = {"TN": nv.NvMatmulHeuristicsMatmulLayout.TN_ROW_MAJOR,
                  "NN": nv.NvMatmulHeuristicsMatmulLayout.NN_ROW_MAJOR,
                  "NT": nv.NvMatmulHeuristicsMatmulLayout.NT_ROW_MAJOR}[layout]
-    results = h.get(h.makeNvMatmulHeuristicsProblem(m, n, k, nv_layout, batch_size=batch), 1, precision=PRECISION)
+    results = h.get(h.makeNvMatmulHeuristicsProblem(m, n, k, nv_layout, batch_size=batch), 1, precision=precision)
     runtime = results[0]["runtime"] if results else 0.0
     if not runtime > 0 or not math.isfinite(runtime):
         raise RuntimeError(f"nvMatmulHeuristics gave no runtime for m={m} n={n} k={k} batch={batch} {layout}")
@@ -105,6 +120,58 @@ def scale_factors(h, measured: GemmTable) -> dict[str, tuple[float, float, int]]
     return factors
 
 
+WORK_BIN_LOG2 = 2.0
+"""Width of one bin of the work-dependent scale, in log2 FLOPs (a factor 4 in work)."""
+MIN_LAYOUT_POINTS = 8
+"""A layout with fewer measured points than this takes the pooled curve of all layouts."""
+
+
+def work_log2(m: int, n: int, k: int, batch: int = 1) -> float:
+    """log2 of a GEMM's FLOPs, 2*m*n*k*batch."""
+    return math.log2(2.0 * m * n * k * batch)
+
+
+def work_curve(ratios: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """(log2 FLOPs, ln(measured/model)) knots: the mean of ln ratio and of log2 FLOPs over the
+    points of each WORK_BIN_LOG2-wide bin of log2 FLOPs (bins counted from 0), ascending."""
+    bins: dict[int, list[tuple[float, float]]] = {}
+    for w, r in ratios:
+        bins.setdefault(math.floor(w / WORK_BIN_LOG2), []).append((w, r))
+    return tuple((sum(w for w, _ in pts) / len(pts), sum(r for _, r in pts) / len(pts))
+                 for _, pts in sorted(bins.items()))
+
+
+def curve_value(curve: tuple[tuple[float, float], ...], w: float) -> float:
+    """exp of the curve at log2 FLOPs w: linear between knots, the end knots' value beyond them."""
+    if w <= curve[0][0]:
+        return math.exp(curve[0][1])
+    for (w0, r0), (w1, r1) in zip(curve, curve[1:]):
+        if w <= w1:
+            return math.exp(r0 + (r1 - r0) * (w - w0) / (w1 - w0))
+    return math.exp(curve[-1][1])
+
+
+def work_scales(h, measured: GemmTable, layouts, precision: str) -> dict[str, dict]:
+    """Per layout: its work curve (from its own points, or pooled when it has too few) and the
+    spread of ln(measured/model) about it."""
+    def ratio(p):
+        model = model_tflops(h, p.m, p.n, p.k, p.batch, p.layout if p.layout in layouts else layouts[0],
+                             precision)
+        return work_log2(p.m, p.n, p.k, p.batch), math.log(p.tflops / model)
+
+    pooled = [ratio(p) for p in measured.points]
+    out = {}
+    for layout in layouts:
+        own = [ratio(p) for p in measured.points if p.layout == layout]
+        use_pooled = len(own) < MIN_LAYOUT_POINTS and len(pooled) > len(own)
+        points = pooled if use_pooled else own
+        curve = work_curve(points)
+        resid = [r - math.log(curve_value(curve, w)) for w, r in points]
+        std = math.sqrt(sum(x * x for x in resid) / max(len(resid) - 1, 1))
+        out[layout] = {"curve": curve, "std": std, "n": len(points), "pooled": use_pooled}
+    return out
+
+
 def attention_shapes() -> list[tuple[int, int, int]]:
     """(m, n, k) of every batched attention GEMM, forward and backward, over the s x d grid.
 
@@ -120,11 +187,11 @@ def attention_shapes() -> list[tuple[int, int, int]]:
     return sorted(shapes)
 
 
-def grid() -> list[tuple[int, int, int, int, str]]:
-    """Every (m, n, k, batch, layout) of the table: dense batch-1 shapes in all layouts, then the
+def grid(layouts=LAYOUTS) -> list[tuple[int, int, int, int, str]]:
+    """Every (m, n, k, batch, layout) of the table: dense batch-1 shapes in `layouts`, then the
     batched attention shapes in layout TN; no duplicates."""
     rows = {}
-    for layout in LAYOUTS:
+    for layout in layouts:
         for m in DENSE_M:
             for n in DENSE_N:
                 for k in DENSE_K:
@@ -212,13 +279,18 @@ Derived on {date} by `{command}`.
 """
 
 
-def update_readme(path: Path, section: str) -> None:
-    """Append `section` to the README at `path`, replacing an earlier copy of it (from its heading
-    to the end of the file, where it was appended)."""
+def update_readme(path: Path, section: str, heading: str = README_HEADING) -> None:
+    """Put `section` into the README at `path`: in place of an earlier copy of it (from its
+    heading to the next '## ' heading or the end), else appended."""
     text = path.read_text() if path.exists() else ""
-    head, found, _ = text.partition(README_HEADING)
-    text = head.rstrip("\n") if found else text.rstrip("\n")
-    path.write_text((text + "\n\n" if text else "") + section)
+    head, found, rest = text.partition(heading)
+    if not found:
+        text = text.rstrip("\n")
+        path.write_text((text + "\n\n" if text else "") + section)
+        return
+    _, more, tail = rest.partition("\n## ")
+    after = ("\n## " + tail) if more else ""
+    path.write_text(head.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n" + after)
 
 
 def derive(machine: str, gpu: str, date: str, out: Path | None = None, readme: bool = True) -> dict:
@@ -245,6 +317,77 @@ def derive(machine: str, gpu: str, date: str, out: Path | None = None, readme: b
         update_readme(folder / "README.md",
                       readme_section(version, gpu, machine, ref_machine, factors, len(points), date, command))
     return {"path": out, "rows": len(points), "factors": factors, "reference": ref_machine}
+
+
+# ---------------------------------------------------------------- anchored by work (Hopper, Blackwell)
+
+
+def _curve_text(curve) -> str:
+    return ", ".join(f"2^{w:.1f}: {math.exp(r):.3f}" for w, r in curve)
+
+
+def anchored_comments(*, version: str, gpu: str, precision: str, layouts, scales: dict,
+                      anchor_note: str, cap: float, n_rows: int, date: str, command: str) -> list[str]:
+    """Provenance lines of a work-anchored model table."""
+    letters = PRECISIONS[precision]
+    lines = [
+        f"MODELED (not measured) GEMM throughput for {gpu}, {PRECISION_TEXT[precision]}, by shape.",
+        f"model: {PACKAGE} {version} (python module nvMatmulHeuristics), NVIDIA",
+        "  NvMatmulHeuristicsInterfaceEx(backend=NvMatmulHeuristicsTarget.GENERIC,",
+        f"  flags=NvMatmulHeuristicsFlags.PERF_MODEL_BASED_AUTO_TUNING, gpu=NvMatmulHeuristicsNvidiaGpu.{gpu})",
+        "  runtime = get(makeNvMatmulHeuristicsProblem(m, n, k, layout, batch_size=batch), 1,"
+        f" precision='{letters}')[0]['runtime'] (s)",
+        "  layout: TN -> TN_ROW_MAJOR (forward), NN -> NN_ROW_MAJOR (dgrad), NT -> NT_ROW_MAJOR (wgrad)",
+        f"formula: tflops = min(scale[layout](W) * 2*m*n*k*batch / runtime / 1e12, {cap:g}),"
+        " W = log2(2*m*n*k*batch)",
+        f"cap: {cap:g} TFLOP/s, the best rate measured on this GPU (MAMF, ref §4.1 [S5]).",
+        f"anchor: {anchor_note}",
+        f"scale[layout](W): exp of ln(measured/model) averaged over the anchor points in bins of"
+        f" {WORK_BIN_LOG2:g} in log2 FLOPs,",
+        "  linear in W between bin means, the end bins' value beyond them (the model's error depends",
+        "  on the work: too low for small GEMMs, too high for large ones).",
+    ]
+    for layout in layouts:
+        sc = scales[layout]
+        src = "pooled over all layouts" if sc["pooled"] else f"{layout} points"
+        lines.append(f"scale {layout} ({src}, n={sc['n']}, std of ln about the curve {sc['std']:.4f}):"
+                     f" {_curve_text(sc['curve'])}")
+    attn = "" if precision == "fp8" else (
+        f"; batched attention, layout {BATCHED_LAYOUT}, batch {_powers(ATTN_BATCH)}, s {_powers(ATTN_SEQ)},"
+        f" head_dim {', '.join(map(str, ATTN_HEAD_DIM))}")
+    lines += [
+        f"grid: {n_rows} rows: dense, batch 1, layouts {', '.join(layouts)}: m {_powers(DENSE_M)},"
+        f" n {_powers(DENSE_N)}, k {_powers(DENSE_K)}{attn}.",
+        "use: the cost model looks a GEMM up in the measured table first, then here, then the roofline;",
+        "  lookups interpolate between points within a factor 2 in every dimension (GemmTable.lookup_tflops).",
+        f"derived by: {command}",
+        f"derived: {date}",
+    ]
+    return lines
+
+
+def derive_anchored(*, machine: str, gpu: str, precision: str, anchor: Path, anchor_gpu: str,
+                    anchor_note: str, cap: float, date: str, out: Path, command: str) -> dict:
+    """Write a work-anchored model table for `gpu` to `out`: nvMatmulHeuristics for `gpu`, scaled
+    by the work curve of the measured table `anchor` against the model of `anchor_gpu` (the same
+    GPU, or a sibling when this one has no measurement), capped at `cap`."""
+    letters = PRECISIONS[precision]
+    layouts = ("TN",) if precision == "fp8" else LAYOUTS
+    h = make_model(gpu)
+    h_anchor = h if anchor_gpu == gpu else make_model(anchor_gpu)
+    scales = work_scales(h_anchor, read_gemm_table(anchor), layouts, letters)
+    rows = grid(layouts) if precision == "bf16" else [r for r in grid(layouts) if r[3] == 1]
+    points = []
+    for m, n, k, b, layout in rows:
+        scale = curve_value(scales[layout]["curve"], work_log2(m, n, k, b))
+        rate = min(scale * model_tflops(h, m, n, k, b, layout, letters), cap)
+        points.append(GemmPoint(m, n, k, b, layout, round(rate, 3)))
+    table = GemmTable(tuple(points), dtype=precision,
+                      device=f"{gpu} (nvMatmulHeuristics model, scaled to measured)")
+    write_gemm_table(table, out, anchored_comments(
+        version=package_version(), gpu=gpu, precision=precision, layouts=layouts, scales=scales,
+        anchor_note=anchor_note, cap=cap, n_rows=len(points), date=date, command=command))
+    return {"path": out, "rows": len(points), "scales": scales, "layouts": layouts}
 
 
 def main(argv=None) -> int:

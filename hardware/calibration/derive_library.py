@@ -12,7 +12,7 @@ figures repeated as in-place), with its source and derivation in '# key: value' 
 Writes, under CAL_DIR:
 
 * dgx-h100/     nvlink (Azure NVLS all_reduce, Together ring AR/AG/RS), infiniband (Meta ring
-                all_reduce, read from a figure), gemm.csv (XLA sm_90 measured points);
+                all_reduce, read from a figure); its GEMM tables are derive_gemm_tables.py's;
 * hgx-h200/     nvlink (Azure NVLS all_reduce; ring curves scaled to the H200 ring peaks);
 * dgx-b200/     nvlink (stas00 all_reduce sweep), infiniband (that sweep's shape scaled to the
                 Together multi-node ring peaks);
@@ -38,10 +38,7 @@ sys.path.insert(0, str(REPO))
 from simsp.calibration import (  # noqa: E402
     BUSBW_FACTORS,
     CollectiveTable,
-    GemmPoint,
-    GemmTable,
     read_nccl_log,
-    write_gemm_table,
     write_nccl_log,
 )
 
@@ -140,17 +137,6 @@ ECHO_NODE_GBPS = 8 * 200
 """Echo's Azure ND A100 v4 nodes: 8x 200 Gb/s HDR InfiniBand (data/echo-nccl-a100/README.md)."""
 VTRAIN_NODE_GBPS = 800
 """vTrain's cluster: inter_node_bandwidth 800 (Gb/s a node) in data/vtrain/example_config_val_*.json."""
-
-XLA_H100_GEMM = (
-    # batch, m, n, k, TFLOP/s: Hopper sm_90, bf16 x bf16 -> bf16 (ref §4.3 [S25])
-    (1, 512, 256, 256, 11.5), (1, 256, 2048, 256, 41.8), (1, 1024, 2048, 256, 139.5),
-    (1, 4096, 4096, 256, 392.2), (1, 4096, 512, 512, 238.8), (1, 4096, 2048, 512, 447.0),
-    (1, 1024, 1024, 2048, 350.0), (1, 1024, 2048, 2048, 524.3), (1, 2048, 2048, 2048, 632.0),
-    (1, 4096, 4096, 4096, 783.3), (2, 4096, 4096, 2048, 763.0), (2, 4096, 2048, 4096, 783.2),
-    (4, 1024, 2048, 2048, 712.7),
-)
-XLA_SRC = ("openxla/xla: earlier revision of xla/service/gpu/model/matmul_interpolator_data.h (key sm_90; "
-           "also in ROCm/xla), measured by matmul_perf_table_gen with cuBLAS (ref §4.3 [S25])")
 
 DEVICES = {
     "dgx-h100": "NVIDIA H100 80GB HBM3",
@@ -300,19 +286,6 @@ def dgx_h100(out: Path) -> Machine:
               f">= 16 MiB: the figure's points; < 16 MiB: the in-node ring busbw x "
               f"{META_H100_RING[nodes][anchor]} / {busbw_of(together_h100(AR))[anchor]:.2f} "
               "(meets the figure at 16 MiB; an extrapolation)")
-    points = tuple(GemmPoint(m_, n, k, b, "TN", tf) for b, m_, n, k, tf in XLA_H100_GEMM)
-    gemm = GemmTable(points, dtype="bf16", device="Hopper sm_90 (H100-class; the file names no SKU)")
-    write_gemm_table(gemm, m.out / "gemm.csv", [
-        "MEASURED GEMM throughput, Hopper sm_90 (H100-class), bf16 x bf16 -> bf16, by shape.",
-        f"source: {XLA_SRC}.",
-        "columns: the reference's b, m, n, k, TFLOP/s (flops field / 1e12); layout not recorded there,",
-        "  stored as TN (lookups of NN/NT fall back to it). 13 points up to 4096^3: most transformer",
-        "  shapes are not covered and use the roofline (gemm_max_tflops = MAMF 794.5, ref §4.1 [S5]).",
-        f"derived by: {SCRIPT}",
-    ])
-    m.rows.append(("gemm.csv", "13 measured bf16 GEMM shapes (m, n, k, batch, TFLOP/s), layout stored as TN",
-                   XLA_SRC, "none (transcribed)"))
-    m.written.append(m.out / "gemm.csv")
     m.notes += [
         "all_reduce at 8 GPUs is NVLS (NCCL's default on this node, ref §3.3 [S24]); all_gather / "
         "reduce_scatter and all_reduce at 2-4 GPUs are ring. With NVLS, 8-GPU all_reduce beats all_gather + "

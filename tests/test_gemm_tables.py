@@ -1,0 +1,160 @@
+"""The Hopper and Blackwell GEMM tables (hardware/calibration/derive_gemm_tables.py): measured rows
+equal their published figures, modeled rates stay under each GPU's best measured rate, and a
+modern run takes almost none of its GEMM time from the roofline."""
+
+import importlib.util
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simsp.calibration import read_gemm_table
+from simsp.config import load_hardware
+from simsp.cost.compute import ComputeModel, gemm_grad_shapes
+from simsp.layer import Gemm
+
+REPO = Path(__file__).resolve().parents[1]
+CAL = REPO / "hardware" / "calibration"
+MACHINES = ("dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72")
+FP8_PEAK = {"dgx-h100": 1979, "hgx-h200": 1979, "dgx-b200": 4500, "gb200-nvl72": 5000}
+"""Dense FP8 datasheet peaks, reference §1.1 [S2]."""
+FP8_MAMF = {"dgx-h100": 1402.6, "hgx-h200": 1453.4, "dgx-b200": 3432.5, "gb200-nvl72": 3615.6}
+"""MAMF e4m3 maxima, reference §4.1 [S5]."""
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, CAL / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(CAL))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(CAL))
+    return module
+
+
+@pytest.fixture(scope="module", params=MACHINES)
+def hw(request):
+    return load_hardware(REPO / "hardware" / f"{request.param}.yaml")
+
+
+def test_fp8_keys_are_the_published_figures(hw):
+    assert hw.gpu.peak_fp8_tflops == FP8_PEAK[hw.name]
+    assert hw.gpu.gemm_max_fp8_tflops == FP8_MAMF[hw.name]
+    assert hw.calibration.gemm_model and hw.calibration.gemm_model_fp8
+
+
+def test_modeled_rates_stay_under_the_best_measured_rate(hw):
+    cal, gpu = hw.calibration, hw.gpu
+    bf16 = read_gemm_table(cal.gemm_model)
+    fp8 = read_gemm_table(cal.gemm_model_fp8)
+    assert (bf16.dtype, fp8.dtype) == ("bf16", "fp8")
+    assert max(p.tflops for p in bf16.points) <= gpu.gemm_max_tflops
+    assert max(p.tflops for p in fp8.points) <= gpu.gemm_max_fp8_tflops
+    assert {p.layout for p in fp8.points} == {"TN"}  # Transformer Engine runs FP8 GEMMs as TN
+    if cal.gemm_fp8:
+        assert max(p.tflops for p in read_gemm_table(cal.gemm_fp8).points) <= gpu.peak_fp8_tflops
+
+
+def test_measured_rows_are_the_published_figures():
+    pub = _module("published_gemm")
+    h100 = read_gemm_table(CAL / "dgx-h100" / "gemm.csv")
+    assert [(p.m, p.n, p.k, p.tflops) for p in h100.points] == list(pub.XLA_SM90_BF16)
+    for machine, gpu in (("dgx-h100", "H100"), ("hgx-h200", "H200"), ("gb200-nvl72", "GB200")):
+        table = read_gemm_table(CAL / machine / "gemm_fp8.csv")
+        assert [(p.m, p.n, p.k, p.tflops) for p in table.points] == list(pub.AZURE_FP8[gpu])
+    b200 = read_gemm_table(CAL / "dgx-b200" / "gemm.csv")
+    assert len(b200.points) == 432
+    # SimuMax's first key: "b=1, m=4096, k=8192, n=10240, layout=TN": 0.6451614102335537 x 2250.
+    assert b200.lookup_tflops(4096, 10240, 8192, 1, "TN") == pytest.approx(1451.613, abs=1e-3)
+
+
+def _llama70b_shapes(tp: int, tokens: int) -> list[tuple[Gemm, str]]:
+    """The four linear layers of Llama-3.1-70B (h 8192, ffn 28672, 8 KV heads of 128) at TP tp,
+    forward and both gradients."""
+    h, ffn, kv = 8192, 28672, 8 * 128
+    fwd = [
+        Gemm(tokens, (h + 2 * kv) // tp, h),
+        Gemm(tokens, h, h // tp),
+        Gemm(tokens, 2 * ffn // tp, h),
+        Gemm(tokens, h, ffn // tp),
+    ]
+    return [(g, "TN") for g in fwd] + [s for g in fwd for s in gemm_grad_shapes(g)]
+
+
+@pytest.mark.parametrize("tp", (4, 8))
+def test_h100_transformer_rates_are_plausible(tp):
+    cm = ComputeModel(load_hardware(REPO / "hardware" / "dgx-h100.yaml"))
+    for tokens in (4096, 8192, 16384):
+        for g, layout in _llama70b_shapes(tp, tokens):
+            rate, source = cm.tflops(g, layout)
+            assert source in ("table", "model"), (g, layout)
+            # XLA's sm_90 4096-class shapes run at 736-780; none passes the MAMF 794.5.
+            assert 0.6 * 794.5 <= rate <= 794.5, (g, layout, rate)
+
+
+def test_fp8_is_faster_than_bf16_on_transformer_shapes():
+    hw = load_hardware(REPO / "hardware" / "dgx-h100.yaml")
+    bf16 = ComputeModel(hw)
+    fp8 = read_gemm_table(hw.calibration.gemm_model_fp8)
+    for g, _ in _llama70b_shapes(8, 8192)[:4]:
+        ratio = fp8.lookup_tflops(g.m, g.n, g.k, 1, "TN") / bf16.tflops(g, "TN")[0]
+        assert 1.3 < ratio < 1402.6 / 700, (g, ratio)
+
+
+@pytest.mark.parametrize("machine", ("dgx-h100", "dgx-b200"))
+def test_llama70b_takes_at_most_a_tenth_of_gemm_time_from_the_roofline(machine):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simsp",
+            "run",
+            "workloads/llama-3.1-70b.yaml",
+            "--hardware",
+            machine,
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = json.loads(out)
+    seconds = result["gemm_time_sources"]
+    total = sum(seconds.values())
+    assert total > 0 and all(math.isfinite(v) and v >= 0 for v in seconds.values())
+    assert seconds.get("roofline", 0.0) <= 0.10 * total, seconds
+    assert set(seconds) == set(result["gemm_sources"])
+
+
+def _date(path: Path) -> str:
+    return re.search(r"^# derived: (\S+)", path.read_text(), re.M).group(1)
+
+
+@pytest.mark.parametrize("name", ("gemm_model.csv", "gemm_model_fp8.csv"))
+@pytest.mark.parametrize("machine", MACHINES)
+def test_models_rederive_to_the_committed_bytes(machine, name, tmp_path):
+    pytest.importorskip("nvMatmulHeuristics")
+    tables = _module("derive_gemm_tables")
+    spec = next(t for t in tables.MODELS if (t.machine, t.name) == (machine, name))
+    shipped = CAL / machine / name
+    date = _date(shipped)
+    out = tmp_path / name
+    tables.model.derive_anchored(
+        machine=machine,
+        gpu=spec.gpu,
+        precision=spec.precision,
+        anchor=CAL / spec.anchor,
+        anchor_gpu=spec.anchor_gpu,
+        anchor_note=spec.note,
+        cap=spec.cap,
+        date=date,
+        out=out,
+        command=f"python {tables.SCRIPT} --date {date}",
+    )
+    assert out.read_bytes() == shipped.read_bytes()
