@@ -9,7 +9,7 @@ Writes, under hardware/calibration/:
 * measured tables (`gemm.csv` bf16, `gemm_fp8.csv` fp8 e4m3), each row a published measurement:
   dgx-h100/gemm.csv (XLA sm_90, 125 shapes), dgx-h100/gemm_fp8.csv and hgx-h200/gemm_fp8.csv and
   gb200-nvl72/gemm_fp8.csv (Azure cuBLASLt FP8 sweeps), dgx-b200/gemm.csv (SimuMax's B200 sweep,
-  432 shapes under 514 keys, read from its JSON file: PATH, default ../shared/data/simumax/b200_bf16_ceperm.json;
+  432 shapes under 514 keys, read from its JSON file: PATH, default hardware/calibration/dgx-b200/sources/simumax_b200_bf16_ceperm.json;
   without it the committed file is kept and only the models are rewritten);
 * modeled tables (`gemm_model.csv`, `gemm_model_fp8.csv`) for all four machines: NVIDIA's
   nvMatmulHeuristics anchored by work to a measured table (derive_gemm_model.derive_anchored),
@@ -41,7 +41,8 @@ from simsp.calibration import GemmPoint, GemmTable, write_gemm_table  # noqa: E4
 CAL = REPO / "hardware" / "calibration"
 SCRIPT = "hardware/calibration/derive_gemm_tables.py"
 HEADING = "## GEMM tables (measured and modeled)"
-SIMUMAX_B200 = REPO / ".." / "shared" / "data" / "simumax" / "b200_bf16_ceperm.json"
+SIMUMAX_B200 = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
+"""A copy of SimuMax's file at the commit below, with its Apache-2.0 licence beside it."""
 SIMUMAX_SRC = (
     "MooreThreads/SimuMax:configs/system/b200_bf16_ceperm.json@4dcaae513ba7679d56c116a17cd4a691ec41e252 "
     "(Apache-2.0), accelerator.op.matmul.accurate_efficient_factor: bf16 GEMMs timed on a B200 by "
