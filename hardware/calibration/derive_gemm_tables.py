@@ -227,7 +227,7 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--simumax-b200", default=str(SIMUMAX_B200),
-                        help="SimuMax configs/system/b200_bf16_ceperm.json (default: ../shared/data/simumax/)")
+                        help="SimuMax configs/system/b200_bf16_ceperm.json (default: the copy under dgx-b200/sources/)")
     parser.add_argument("--date", default=datetime.date.today().isoformat(), help="date recorded in the files")
     args = parser.parse_args(argv)
     for path in derive(args.date, Path(args.simumax_b200)):
