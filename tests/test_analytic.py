@@ -2,7 +2,6 @@
 
 import dataclasses
 import itertools
-import time
 
 import pytest
 
@@ -215,12 +214,13 @@ def test_estimate_reports_mfu_and_fit(workloads, hardware):
     )
 
 
-def test_screening_is_fast_when_warm(workloads, hardware):
-    """A loose guard (the benchmark measures the real rate, >= 2,000/s cold)."""
+def test_screening_is_memoised_when_warm(workloads, hardware):
+    """A second pass over a grid builds no layer or end-stage cost again (benchmarks/ measures
+    the rate itself, >= 2,000/s cold): every piece comes from the memo."""
     cases = grid_175b(workloads["gpt3-175b"])
     for w in cases:
         analytic.estimate(w, hardware)
-    t0 = time.perf_counter()
+    before = (analytic._layer.cache_info().misses, analytic._ends.cache_info().misses)
     for w in cases:
         analytic.estimate(w, hardware)
-    assert len(cases) / (time.perf_counter() - t0) > 1000
+    assert (analytic._layer.cache_info().misses, analytic._ends.cache_info().misses) == before

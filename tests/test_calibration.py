@@ -7,7 +7,6 @@ reads ../shared/data, and skips when it is absent.
 import importlib.util
 import math
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -173,14 +172,6 @@ def test_merge_fills_small_sizes_from_second_log(tables):
     assert merged.sizes_bytes[-1] == vtrain.sizes_bytes[-1]
     with pytest.raises(InputError):
         merge_tables(vtrain, tables["nccl_4.log"])
-
-
-def test_time_s_is_fast(tables):
-    table = tables["AR_GPU8_1M_1024M_LUT"]
-    start = time.perf_counter()
-    for i in range(100_000):
-        table.time_s(1000.0 + i * 9973.0)
-    assert time.perf_counter() - start < 1.0
 
 
 # ---------------------------------------------------------------- formats
