@@ -6,21 +6,26 @@ Sets (each a list of Cases, a measured time and the run that produced it):
   (10 values) on hardware/dgx-a100-80gb.yaml;
 * `paper-table5`: the paper's Table 5, four models' iteration times with full recompute and with
   the present work (8 values), same hardware;
-* `vtrain-single`, `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (1,440 on one
-  node of 8 A100s, 109 on up to 512), derived into `simsp/validate/data/` by `derive_vtrain`,
-  on hardware/vtrain-a100.yaml.
+* `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (109 on up to 512 A100s),
+  derived into `simsp/validate/data/` by `derive_vtrain`, on hardware/vtrain-a100.yaml;
+* `vtrain-single`: NOT measurement but a comparison with a peer simulator: vTrain's 1,440
+  single-node rows are its own predictor's output without recompute (`peer` holds the checks;
+  data/README.md), so simsp runs them without recompute too.
 
-Errors are fractions, predicted / measured - 1. Per set: n, MAPE (mean |error|), max |error|,
+Errors are fractions, predicted / reference - 1. Per set: n, MAPE (mean |error|), max |error|,
 bias (mean signed error) and the worst cases. Nothing here sets a cost parameter: these times
 are held out from calibration.
 
-Modules: `data` (the derived vTrain CSVs), `cases` (measured values paired with simsp runs),
-`metrics` (errors and their summary), `runner` (predicting every case), `scatter` (the
-predicted-vs-measured page), `commands` (`simsp validate`: tables, --json, --out).
+Modules: `data` (the derived vTrain CSVs), `peer` (why the single-node file is a prediction),
+`cases` (reference values paired with simsp runs), `metrics` (errors and their summary),
+`runner` (predicting every case), `scatter` (the predicted-vs-reference page), `commands`
+(`simsp validate`: tables, --json, --out).
 """
 
 from simsp.validate.cases import (
     PAPER_HARDWARE,
+    PEER_SETS,
+    REFERENCES,
     SETS,
     VTRAIN_HARDWARE,
     VTRAIN_PARALLEL,
@@ -63,6 +68,8 @@ __all__ = [
     "CSV_FIELDS",
     "DATA_DIR",
     "PAPER_HARDWARE",
+    "PEER_SETS",
+    "REFERENCES",
     "SETS",
     "VTRAIN_COLUMNS",
     "VTRAIN_HARDWARE",

@@ -1,8 +1,9 @@
-"""Validation cases: each measured value paired with the simsp run that predicts it.
+"""Validation cases: each reference time paired with the simsp run that predicts it.
 
 The paper's Tables 4 and 5 run on hardware/dgx-a100-80gb.yaml; vTrain's rows become workloads
 with Megatron-DeepSpeed's settings on hardware/vtrain-a100.yaml, and rows that are not valid
-simsp workloads are kept as `Skipped`, with the reason.
+simsp workloads are kept as `Skipped`, with the reason. Every reference is a measurement except
+vtrain-single's, which is vTrain's own predictor (REFERENCES).
 """
 
 import dataclasses
@@ -27,6 +28,23 @@ logits work, divisible by every tp in the data)."""
 VTRAIN_PARALLEL = {"sequence_parallel": False, "recompute": "full", "schedule": "1f1b"}
 """Megatron-DeepSpeed as vTrain ran it: full activation checkpointing (use_checkpoint: true),
 1F1B, no sequence parallelism, no gradient bucketing (so no DP overlap: simsp's default)."""
+
+VTRAIN_SINGLE_PARALLEL = {**VTRAIN_PARALLEL, "recompute": "none"}
+"""The single-node file is vTrain's predictor run without recompute (validate/peer.py: no
+stage of any row recomputes), so simsp runs it without recompute too, like with like."""
+
+REFERENCES = {
+    "paper-table4": "measured (the paper's Table 4)",
+    "paper-table5": "measured (the paper's Table 5)",
+    "vtrain-single": (
+        "a comparison with a peer simulator (vTrain's predictor, run without recompute), "
+        "not measurement"
+    ),
+    "vtrain-multi": "measured (vTrain's multi-node runs)",
+}
+"""What each set's reference times are: a measurement, or another simulator's answer."""
+PEER_SETS = ("vtrain-single",)
+"""Sets whose reference is a peer simulator's prediction, not a measurement."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +138,7 @@ def paper_table5_cases() -> list[Case]:
     return cases
 
 
-def vtrain_workload(row: dict, name: str) -> Workload:
+def vtrain_workload(row: dict, name: str, settings: dict = VTRAIN_PARALLEL) -> Workload:
     """One derived vTrain row as a validated Workload (raises InputError if it is not one)."""
     n = {
         k: int(row[k])
@@ -147,7 +165,7 @@ def vtrain_workload(row: dict, name: str) -> Workload:
             vocab=VTRAIN_VOCAB,
         ),
         training=TrainingSpec(global_batch=n["global_batch"], micro_batch=n["micro_batch"]),
-        parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **VTRAIN_PARALLEL),
+        parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **settings),
     )
     if w.parallel.gpus != n["gpus"]:
         raise InputError(
@@ -166,11 +184,12 @@ def _describe(row: dict) -> str:
 def vtrain_cases(kind: str, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]]:
     """Every row of vtrain_{kind}.csv as a Case on vtrain-a100, and the rows that are not valid."""
     hw = str(project_path(VTRAIN_HARDWARE))
+    settings = VTRAIN_SINGLE_PARALLEL if kind == "single" else VTRAIN_PARALLEL
     cases, skipped = [], []
     for i, row in enumerate(read_vtrain(kind, data_dir), start=1):
         name = f"{kind}-{i:04d}"
         try:
-            w = vtrain_workload(row, name)
+            w = vtrain_workload(row, name, settings)
         except (InputError, ValueError) as e:
             skipped.append(Skipped(f"vtrain-{kind}", name, str(e)))
             continue

@@ -28,7 +28,7 @@ def _worst_table(name: str, rs: list) -> list[str]:
     lines = [
         "",
         f"{name}: five worst cases",
-        f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s}  description",
+        f"  {'case':{width}s} {'reference':>12s} {'simsp':>12s} {'error':>7s}  description",
     ]
     for r in top:
         lines.append(
@@ -59,6 +59,7 @@ def table(v: Validation, by: str | None = None) -> str:
     summary = v.summary()["sets"]
     lines = [f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"]
     lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
+    lines += [f"  {name}: reference {summary[name]['reference']}" for name in v.sets]
     for name in v.sets:
         rs = of_set(v.results, name)
         if rs and by:
@@ -141,7 +142,10 @@ def cmd_validate(args) -> None:
 
 def register(sub) -> argparse.ArgumentParser:
     """Add the `validate` subcommand to the CLI's subparsers."""
-    help_ = "compare predictions with the paper's Tables 4/5 and vTrain's measured iterations"
+    help_ = (
+        "compare predictions with measured iterations (the paper's Tables 4/5, vTrain's multi-node "
+        "runs) and with vTrain's predictor (its single-node file)"
+    )
     p = sub.add_parser("validate", help=help_, description=help_)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")

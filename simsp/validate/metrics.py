@@ -6,7 +6,7 @@ Errors are fractions, predicted / measured - 1.
 from dataclasses import dataclass
 
 from simsp.knobs import KNOBS, values_of
-from simsp.validate.cases import SETS, Case, Skipped
+from simsp.validate.cases import REFERENCES, SETS, Case, Skipped
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,9 @@ def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
 def summarize(
     results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None
 ) -> dict:
-    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and
-    worst (and, with `by`, the same metrics for each value of that setting)."""
+    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped,
+    reference (what the set's times are: REFERENCES) and worst (and, with `by`, the same metrics
+    for each value of that setting)."""
     out = {}
     for name in sets:
         rs = of_set(results, name)
@@ -77,6 +78,7 @@ def summarize(
         if by:
             entry["by"] = {by: {str(value): m for value, m in grouped(rs, by).items()}}
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
+        entry["reference"] = REFERENCES.get(name, "measured")
         entry["worst"] = [
             {
                 "case": r.case.name,
