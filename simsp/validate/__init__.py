@@ -8,6 +8,10 @@ Sets (each a list of Cases, a measured time and the run that produced it):
   the present work (8 values), same hardware;
 * `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (109 on up to 512 A100s),
   derived into `simsp/validate/data/` by `derive_vtrain`, on hardware/vtrain-a100.yaml;
+* `published-a100`, `published-h100`, `published-b200` (B200 and GB200): 64 published runs
+  (NeMo / Megatron-Bridge performance tables, llm-foundry's MPT tables) derived into
+  `data/published_runs.csv` by `derive_published`; unstated settings from the named framework
+  version's recipe (`published.RECIPES`), each case with the naive baseline beside it;
 * `vtrain-single`: NOT measurement but a comparison with a peer simulator: vTrain's 1,440
   single-node rows are its own predictor's output without recompute (`peer` holds the checks;
   data/README.md), so simsp runs them without recompute too.
@@ -59,6 +63,13 @@ from simsp.validate.data import (
     read_vtrain,
 )
 from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, summarize, worst
+from simsp.validate.published import (
+    PUBLISHED_SETS,
+    RECIPES,
+    derive_published,
+    published_cases,
+    read_published,
+)
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
 
@@ -69,6 +80,8 @@ __all__ = [
     "DATA_DIR",
     "PAPER_HARDWARE",
     "PEER_SETS",
+    "PUBLISHED_SETS",
+    "RECIPES",
     "REFERENCES",
     "SETS",
     "VTRAIN_COLUMNS",
@@ -84,6 +97,7 @@ __all__ = [
     "build_cases",
     "case_rows",
     "cmd_validate",
+    "derive_published",
     "derive_vtrain",
     "grouped",
     "json_summary",
@@ -93,7 +107,9 @@ __all__ = [
     "paper_table5_cases",
     "predict",
     "predict_all",
+    "published_cases",
     "project_path",
+    "read_published",
     "read_shared_csv",
     "read_vtrain",
     "register",

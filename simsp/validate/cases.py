@@ -14,11 +14,20 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.validate.data import DATA_DIR, read_vtrain
+from simsp.validate.published import PUBLISHED_SETS, published_cases
 from simsp.workload import TrainingSpec, Workload, validate
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
-SETS = ("paper-table4", "paper-table5", "vtrain-single", "vtrain-multi")
+SETS = (
+    "paper-table4",
+    "paper-table5",
+    "vtrain-single",
+    "vtrain-multi",
+    "published-a100",
+    "published-h100",
+    "published-b200",
+)
 
 VTRAIN_VOCAB = 51200
 """vTrain trains GPT-2's 50,257-token vocabulary, which Megatron pads to a multiple of 128 x tp
@@ -41,6 +50,9 @@ REFERENCES = {
         "not measurement"
     ),
     "vtrain-multi": "measured (vTrain's multi-node runs)",
+    "published-a100": "measured (published runs: llm-foundry MPT on A100)",
+    "published-h100": "measured (published runs: NeMo / Megatron-Bridge / llm-foundry on H100)",
+    "published-b200": "measured (published runs: NeMo / Megatron-Bridge on B200 and GB200)",
 }
 """What each set's reference times are: a measurement, or another simulator's answer."""
 PEER_SETS = ("vtrain-single",)
@@ -61,6 +73,11 @@ class Case:
     quantity: str = "iteration"
     """iteration, layer_forward or layer_backward (one layer, one microbatch)."""
     description: str = ""
+    baseline_s: float = 0.0
+    """The naive estimate a user computes by hand (published sets: model FLOPs / (0.5 x peak x
+    GPUs)); 0 where none is computed."""
+    notes: str = ""
+    """Where the settings the source did not state came from (published sets)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +237,10 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             cases += paper_table5_cases()
         elif name in ("vtrain-single", "vtrain-multi"):
             c, s = vtrain_cases(name.split("-")[1], data_dir)
+            cases += c
+            skipped += s
+        elif name in PUBLISHED_SETS:
+            c, s = published_cases(name, data_dir)
             cases += c
             skipped += s
         else:
