@@ -92,8 +92,9 @@ def test_every_vtrain_row_becomes_a_case_with_vtrains_settings():
             row = rows[int(c.name.split("-")[1]) - 1]
             w = c.workload
             assert Path(c.hardware).name == "vtrain-a100.yaml"
+            # the single-node file is vTrain's predictor without recompute: like with like
             assert (w.parallel.recompute, w.parallel.schedule, w.parallel.sequence_parallel) == (
-                "full",
+                "none" if kind == "single" else "full",
                 "1f1b",
                 False,
             )
@@ -193,6 +194,7 @@ def test_metrics_by_hand():
         "max_abs_error": None,
         "bias": None,
         "skipped": 0,
+        "reference": "measured",
         "worst": [],
     }
 
@@ -235,6 +237,7 @@ def test_subset_runs_and_prints_its_figures(subset_run):
         "paper-table5": 8,
         "vtrain-single": 40,
         "vtrain-multi": 10,
+        **{name: len(V.published_cases(name)[0]) for name in V.PUBLISHED_SETS},
     }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)
@@ -266,8 +269,11 @@ def test_json_shape(capsys):
 
 def test_readable_table_names_every_set(subset_run):
     text = V.table(subset_run)
-    for name in V.SETS:
-        assert name in text and f"{name}: five worst cases" in text
+    for name in V.SETS:  # a set with no case yet (no FP8 rates on B200) has no worst list
+        assert name in text
+        assert (f"{name}: five worst cases" in text) == any(
+            r.case.set == name for r in subset_run.results
+        )
 
 
 def _figure_from_html(html: str) -> dict:
@@ -288,14 +294,15 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
     fig = _figure_from_html(html)
     assert fig["layout"]["xaxis"]["type"] == fig["layout"]["yaxis"]["type"] == "log"
     traces = {t["name"].split(" ")[0]: t for t in fig["data"]}
-    assert set(traces) == set(V.SETS) | {"y"}
-    for name in V.SETS:
+    with_cases = {r.case.set for r in subset_run.results}
+    assert set(traces) == with_cases | {"y"}
+    for name in with_cases:
         rs = [r for r in subset_run.results if r.case.set == name]
         t = traces[name]
         assert t["x"] == pytest.approx([r.case.measured_s for r in rs])
         assert t["y"] == pytest.approx([r.predicted_s for r in rs])
         assert all(r.case.name in text for r, text in zip(rs, t["text"], strict=True))
-    assert len({t["marker"]["color"] for n, t in traces.items() if n != "y"}) == len(V.SETS)
+    assert len({t["marker"]["color"] for n, t in traces.items() if n != "y"}) == len(with_cases)
     want = json.loads(json.dumps(V.scatter_figure(subset_run)))  # the page draws scatter_figure
     assert fig["data"] == want["data"]
     assert {k: fig["layout"][k] for k in want["layout"]} == want[

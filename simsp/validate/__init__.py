@@ -6,21 +6,30 @@ Sets (each a list of Cases, a measured time and the run that produced it):
   (10 values) on hardware/dgx-a100-80gb.yaml;
 * `paper-table5`: the paper's Table 5, four models' iteration times with full recompute and with
   the present work (8 values), same hardware;
-* `vtrain-single`, `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (1,440 on one
-  node of 8 A100s, 109 on up to 512), derived into `simsp/validate/data/` by `derive_vtrain`,
-  on hardware/vtrain-a100.yaml.
+* `vtrain-multi`: vTrain's measured Megatron-DeepSpeed iterations (109 on up to 512 A100s),
+  derived into `simsp/validate/data/` by `derive_vtrain`, on hardware/vtrain-a100.yaml;
+* `published-a100`, `published-h100`, `published-b200` (B200 and GB200): 64 published runs
+  (NeMo / Megatron-Bridge performance tables, llm-foundry's MPT tables) derived into
+  `data/published_runs.csv` by `derive_published`; unstated settings from the named framework
+  version's recipe (`published.RECIPES`), each case with the naive baseline beside it;
+* `vtrain-single`: NOT measurement but a comparison with a peer simulator: vTrain's 1,440
+  single-node rows are its own predictor's output without recompute (`peer` holds the checks;
+  data/README.md), so simsp runs them without recompute too.
 
-Errors are fractions, predicted / measured - 1. Per set: n, MAPE (mean |error|), max |error|,
+Errors are fractions, predicted / reference - 1. Per set: n, MAPE (mean |error|), max |error|,
 bias (mean signed error) and the worst cases. Nothing here sets a cost parameter: these times
 are held out from calibration.
 
-Modules: `data` (the derived vTrain CSVs), `cases` (measured values paired with simsp runs),
-`metrics` (errors and their summary), `runner` (predicting every case), `scatter` (the
-predicted-vs-measured page), `commands` (`simsp validate`: tables, --json, --out).
+Modules: `data` (the derived vTrain CSVs), `peer` (why the single-node file is a prediction),
+`cases` (reference values paired with simsp runs), `metrics` (errors and their summary),
+`runner` (predicting every case), `scatter` (the predicted-vs-reference page), `commands`
+(`simsp validate`: tables, --json, --out).
 """
 
 from simsp.validate.cases import (
     PAPER_HARDWARE,
+    PEER_SETS,
+    REFERENCES,
     SETS,
     VTRAIN_HARDWARE,
     VTRAIN_PARALLEL,
@@ -54,6 +63,13 @@ from simsp.validate.data import (
     read_vtrain,
 )
 from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, summarize, worst
+from simsp.validate.published import (
+    PUBLISHED_SETS,
+    RECIPES,
+    derive_published,
+    published_cases,
+    read_published,
+)
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
 
@@ -63,6 +79,10 @@ __all__ = [
     "CSV_FIELDS",
     "DATA_DIR",
     "PAPER_HARDWARE",
+    "PEER_SETS",
+    "PUBLISHED_SETS",
+    "RECIPES",
+    "REFERENCES",
     "SETS",
     "VTRAIN_COLUMNS",
     "VTRAIN_HARDWARE",
@@ -77,6 +97,7 @@ __all__ = [
     "build_cases",
     "case_rows",
     "cmd_validate",
+    "derive_published",
     "derive_vtrain",
     "grouped",
     "json_summary",
@@ -86,7 +107,9 @@ __all__ = [
     "paper_table5_cases",
     "predict",
     "predict_all",
+    "published_cases",
     "project_path",
+    "read_published",
     "read_shared_csv",
     "read_vtrain",
     "register",

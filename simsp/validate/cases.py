@@ -1,8 +1,9 @@
-"""Validation cases: each measured value paired with the simsp run that predicts it.
+"""Validation cases: each reference time paired with the simsp run that predicts it.
 
 The paper's Tables 4 and 5 run on hardware/dgx-a100-80gb.yaml; vTrain's rows become workloads
 with Megatron-DeepSpeed's settings on hardware/vtrain-a100.yaml, and rows that are not valid
-simsp workloads are kept as `Skipped`, with the reason.
+simsp workloads are kept as `Skipped`, with the reason. Every reference is a measurement except
+vtrain-single's, which is vTrain's own predictor (REFERENCES).
 """
 
 import dataclasses
@@ -13,11 +14,20 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.validate.data import DATA_DIR, read_vtrain
+from simsp.validate.published import PUBLISHED_SETS, published_cases
 from simsp.workload import TrainingSpec, Workload, validate
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
-SETS = ("paper-table4", "paper-table5", "vtrain-single", "vtrain-multi")
+SETS = (
+    "paper-table4",
+    "paper-table5",
+    "vtrain-single",
+    "vtrain-multi",
+    "published-a100",
+    "published-h100",
+    "published-b200",
+)
 
 VTRAIN_VOCAB = 51200
 """vTrain trains GPT-2's 50,257-token vocabulary, which Megatron pads to a multiple of 128 x tp
@@ -27,6 +37,26 @@ logits work, divisible by every tp in the data)."""
 VTRAIN_PARALLEL = {"sequence_parallel": False, "recompute": "full", "schedule": "1f1b"}
 """Megatron-DeepSpeed as vTrain ran it: full activation checkpointing (use_checkpoint: true),
 1F1B, no sequence parallelism, no gradient bucketing (so no DP overlap: simsp's default)."""
+
+VTRAIN_SINGLE_PARALLEL = {**VTRAIN_PARALLEL, "recompute": "none"}
+"""The single-node file is vTrain's predictor run without recompute (validate/peer.py: no
+stage of any row recomputes), so simsp runs it without recompute too, like with like."""
+
+REFERENCES = {
+    "paper-table4": "measured (the paper's Table 4)",
+    "paper-table5": "measured (the paper's Table 5)",
+    "vtrain-single": (
+        "a comparison with a peer simulator (vTrain's predictor, run without recompute), "
+        "not measurement"
+    ),
+    "vtrain-multi": "measured (vTrain's multi-node runs)",
+    "published-a100": "measured (published runs: llm-foundry MPT on A100)",
+    "published-h100": "measured (published runs: NeMo / Megatron-Bridge / llm-foundry on H100)",
+    "published-b200": "measured (published runs: NeMo / Megatron-Bridge on B200 and GB200)",
+}
+"""What each set's reference times are: a measurement, or another simulator's answer."""
+PEER_SETS = ("vtrain-single",)
+"""Sets whose reference is a peer simulator's prediction, not a measurement."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +73,11 @@ class Case:
     quantity: str = "iteration"
     """iteration, layer_forward or layer_backward (one layer, one microbatch)."""
     description: str = ""
+    baseline_s: float = 0.0
+    """The naive estimate a user computes by hand (published sets: model FLOPs / (0.5 x peak x
+    GPUs)); 0 where none is computed."""
+    notes: str = ""
+    """Where the settings the source did not state came from (published sets)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +155,7 @@ def paper_table5_cases() -> list[Case]:
     return cases
 
 
-def vtrain_workload(row: dict, name: str) -> Workload:
+def vtrain_workload(row: dict, name: str, settings: dict = VTRAIN_PARALLEL) -> Workload:
     """One derived vTrain row as a validated Workload (raises InputError if it is not one)."""
     n = {
         k: int(row[k])
@@ -147,7 +182,7 @@ def vtrain_workload(row: dict, name: str) -> Workload:
             vocab=VTRAIN_VOCAB,
         ),
         training=TrainingSpec(global_batch=n["global_batch"], micro_batch=n["micro_batch"]),
-        parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **VTRAIN_PARALLEL),
+        parallel=ParallelSpec(tp=n["tp"], pp=n["pp"], dp=n["dp"], **settings),
     )
     if w.parallel.gpus != n["gpus"]:
         raise InputError(
@@ -166,11 +201,12 @@ def _describe(row: dict) -> str:
 def vtrain_cases(kind: str, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]]:
     """Every row of vtrain_{kind}.csv as a Case on vtrain-a100, and the rows that are not valid."""
     hw = str(project_path(VTRAIN_HARDWARE))
+    settings = VTRAIN_SINGLE_PARALLEL if kind == "single" else VTRAIN_PARALLEL
     cases, skipped = [], []
     for i, row in enumerate(read_vtrain(kind, data_dir), start=1):
         name = f"{kind}-{i:04d}"
         try:
-            w = vtrain_workload(row, name)
+            w = vtrain_workload(row, name, settings)
         except (InputError, ValueError) as e:
             skipped.append(Skipped(f"vtrain-{kind}", name, str(e)))
             continue
@@ -201,6 +237,10 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             cases += paper_table5_cases()
         elif name in ("vtrain-single", "vtrain-multi"):
             c, s = vtrain_cases(name.split("-")[1], data_dir)
+            cases += c
+            skipped += s
+        elif name in PUBLISHED_SETS:
+            c, s = published_cases(name, data_dir)
             cases += c
             skipped += s
         else:

@@ -28,7 +28,7 @@ def _worst_table(name: str, rs: list) -> list[str]:
     lines = [
         "",
         f"{name}: five worst cases",
-        f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s}  description",
+        f"  {'case':{width}s} {'reference':>12s} {'simsp':>12s} {'error':>7s}  description",
     ]
     for r in top:
         lines.append(
@@ -38,12 +38,29 @@ def _worst_table(name: str, rs: list) -> list[str]:
     return lines
 
 
+def _case_table(name: str, rs: list) -> list[str]:
+    """Every case of a set with a naive baseline: measured, simsp, error, naive error."""
+    width = max(12, *(len(r.case.name) for r in rs))
+    lines = [
+        "",
+        f"{name}: every case (naive = model FLOPs / (0.5 x 16-bit peak x GPUs))",
+        f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s} {'naive':>7s}",
+    ]
+    for r in rs:
+        lines.append(
+            f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
+            f"{r.error:+7.1%} {r.naive_error:+7.1%}  {r.case.description}"
+        )
+    return lines
+
+
 def _metrics_line(label: str, m: dict, skipped: str) -> str:
     if not m["n"]:
         return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
+    naive = f" {m['naive_mape']:10.1%} {m['naive_bias']:+10.1%}" if "naive_mape" in m else ""
     return (
         f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} "
-        f"{m['bias']:+7.1%}"
+        f"{m['bias']:+7.1%}{naive}"
     )
 
 
@@ -57,14 +74,23 @@ def _by_table(name: str, rs: list, by: str) -> list[str]:
 def table(v: Validation, by: str | None = None) -> str:
     """Readable per-set tables: the metrics (by a setting if asked), then the five worst cases."""
     summary = v.summary()["sets"]
-    lines = [f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"]
+    lines = [
+        f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"
+        f" {'naive MAPE':>10s} {'naive bias':>10s}"
+    ]
     lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
+    lines += [f"  {name}: reference {summary[name]['reference']}" for name in v.sets]
     for name in v.sets:
         rs = of_set(v.results, name)
         if rs and by:
             lines += _by_table(name, rs, by)
+        with_baseline = bool(rs) and bool(rs[0].case.baseline_s)
+        if with_baseline:
+            lines += _case_table(name, rs)
         if rs:
             lines += _worst_table(name, rs)
+        if with_baseline:
+            lines += [f"  skipped {s.name}: {s.reason}" for s in v.skipped if s.set == name]
     lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
     return "\n".join(lines)
 
@@ -79,6 +105,8 @@ CSV_FIELDS = (
     *(k.name for k in KNOBS),
     "hardware",
     "description",
+    "naive_s",
+    "notes",
 )
 
 
@@ -98,6 +126,8 @@ def case_rows(v: Validation) -> list[dict]:
                 **values_of(c.workload),
                 "hardware": Path(c.hardware).stem,
                 "description": c.description,
+                "naive_s": f"{c.baseline_s:.6g}" if c.baseline_s else "",
+                "notes": c.notes,
             }
         )
     return rows
@@ -141,7 +171,10 @@ def cmd_validate(args) -> None:
 
 def register(sub) -> argparse.ArgumentParser:
     """Add the `validate` subcommand to the CLI's subparsers."""
-    help_ = "compare predictions with the paper's Tables 4/5 and vTrain's measured iterations"
+    help_ = (
+        "compare predictions with measured iterations (the paper's Tables 4/5, vTrain's multi-node "
+        "runs) and with vTrain's predictor (its single-node file)"
+    )
     p = sub.add_parser("validate", help=help_, description=help_)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")

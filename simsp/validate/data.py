@@ -82,9 +82,20 @@ def _settings(folder: Path) -> dict:
 def _provenance(kind: str, settings: dict, n: int) -> list[str]:
     """The `# `-prefixed header lines of vtrain_{kind}.csv: source, licence, run settings,
     columns."""
-    where = "1 node of 8 A100 GPUs" if kind == "single" else "up to 512 A100 GPUs, 8 a node"
+    if kind == "single":
+        what = (
+            f"vTrain's single-node file: {n} iteration times on 1 node of 8 A100 GPUs "
+            "(Megatron-DeepSpeed GPT configs) as vTrain's own released predictor computes them "
+            "with activation checkpointing off: NOT measurements (checks in README.md here), "
+            "a peer simulator's answers."
+        )
+    else:
+        what = (
+            f"vTrain measured iteration times, {n} runs on up to 512 A100 GPUs, 8 a node "
+            "(Megatron-DeepSpeed GPT training)."
+        )
     lines = [
-        f"vTrain measured iteration times, {n} runs on {where} (Megatron-DeepSpeed GPT training).",
+        what,
         f"Source: {VTRAIN_SOURCE['repository']} data/ground_truth_{kind}.csv "
         f"at commit {VTRAIN_SOURCE['commit']} ({VTRAIN_SOURCE['paper']}).",
         f"Licence: {VTRAIN_SOURCE['licence']}.",
@@ -94,7 +105,9 @@ def _provenance(kind: str, settings: dict, n: int) -> list[str]:
         "Run settings (vTrain "
         f"{', '.join(settings.get('files', [])) or 'example_config_val_*.json'}): "
         "Megatron-DeepSpeed, full activation recompute (use_checkpoint: "
-        f"{json.dumps(settings.get('use_checkpoint'))}), "
+        f"{json.dumps(settings.get('use_checkpoint'))}"
+        + ("; the single-node rows recompute nothing, see README.md" if kind == "single" else "")
+        + "), "
         f"{settings.get('pipeline_scheduling', '1f1b')} schedule, no gradient bucketing "
         f"(use_gradient_bucket: {json.dumps(settings.get('use_gradient_bucket'))}), "
         f"{settings.get('node_size', 8)} GPUs a node, GPU {settings.get('gpu_name', 'A100')}, "

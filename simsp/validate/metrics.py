@@ -6,7 +6,7 @@ Errors are fractions, predicted / measured - 1.
 from dataclasses import dataclass
 
 from simsp.knobs import KNOBS, values_of
-from simsp.validate.cases import SETS, Case, Skipped
+from simsp.validate.cases import REFERENCES, SETS, Case, Skipped
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,13 @@ class CaseResult:
     def error(self) -> float:
         """Signed relative error, predicted / measured - 1."""
         return self.predicted_s / self.case.measured_s - 1
+
+    @property
+    def naive_error(self) -> float | None:
+        """The naive baseline's signed error (published sets), else None."""
+        if not self.case.baseline_s:
+            return None
+        return self.case.baseline_s / self.case.measured_s - 1
 
 
 def of_set(results, name: str) -> list[CaseResult]:
@@ -68,15 +75,22 @@ def worst(results: list[CaseResult], k: int = 5) -> list[CaseResult]:
 def summarize(
     results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None
 ) -> dict:
-    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped and
-    worst (and, with `by`, the same metrics for each value of that setting)."""
+    """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped,
+    reference (what the set's times are: REFERENCES) and worst (and, with `by`, the same metrics
+    for each value of that setting); sets with a naive baseline add naive_mape,
+    naive_max_abs_error, naive_bias and skipped_cases (each with its reason)."""
     out = {}
     for name in sets:
         rs = of_set(results, name)
         entry = metrics([r.error for r in rs])
         if by:
             entry["by"] = {by: {str(value): m for value, m in grouped(rs, by).items()}}
+        naive = [r.naive_error for r in rs if r.naive_error is not None]
+        if naive:  # the hand estimate beside simsp: model FLOPs / (0.5 x peak x GPUs)
+            m = metrics(naive)
+            entry.update({f"naive_{k}": m[k] for k in ("mape", "max_abs_error", "bias")})
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
+        entry["reference"] = REFERENCES.get(name, "measured")
         entry["worst"] = [
             {
                 "case": r.case.name,
@@ -87,5 +101,9 @@ def summarize(
             }
             for r in worst(rs)
         ]
+        if naive:
+            entry["skipped_cases"] = [
+                {"case": s.name, "reason": s.reason} for s in skipped if s.set == name
+            ]
         out[name] = entry
     return {"sets": out}

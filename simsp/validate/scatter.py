@@ -1,4 +1,5 @@
-"""The validation scatter: predicted vs measured seconds, log-log, one trace per set.
+"""The validation scatter: predicted vs reference seconds (measured, or a peer simulator's for
+vtrain-single), log-log, one trace per set.
 
 `scatter_figure` is plain plotly figure JSON (no plotly here); `scatter_html` hands it to
 `simsp.timeline.figure_html`, the one place that draws pages with plotly.
@@ -6,10 +7,11 @@
 
 import math
 
+from simsp.validate.cases import PEER_SETS
 from simsp.validate.metrics import of_set
 from simsp.validate.runner import Validation
 
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
 
 def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:
@@ -17,11 +19,12 @@ def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:
     return {
         "type": "scatter",
         "mode": "markers",
-        "name": f"{name} (n={m['n']}, MAPE {m['mape']:.1%})",
+        "name": f"{name}{' (peer simulator)' if name in PEER_SETS else ''}"
+        f" (n={m['n']}, MAPE {m['mape']:.1%})",
         "x": [r.case.measured_s for r in rs],
         "y": [r.predicted_s for r in rs],
         "text": [f"{r.case.name}: {r.case.description}<br>error {r.error:+.1%}" for r in rs],
-        "hovertemplate": "%{text}<br>measured %{x:.4g} s<br>simsp %{y:.4g} s<extra>"
+        "hovertemplate": "%{text}<br>reference %{x:.4g} s<br>simsp %{y:.4g} s<extra>"
         + name
         + "</extra>",
         "marker": {"color": colour, "size": 6, "opacity": 0.7},
@@ -54,10 +57,10 @@ def scatter_figure(v: Validation) -> dict:
     return {
         "data": data,
         "layout": {
-            "title": {"text": "simsp validation: predicted vs measured"},
+            "title": {"text": "simsp validation: predicted vs reference (measured unless marked)"},
             "xaxis": {
                 "type": "log",
-                "title": {"text": "measured (s)"},
+                "title": {"text": "reference (s)"},
                 "range": span,
                 "constrain": "domain",
             },

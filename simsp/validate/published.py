@@ -1,0 +1,479 @@
+"""Published modern training runs: derived from the shared runs.yaml, turned into simsp cases.
+
+`derive_published` flattens `../shared/data/published-runs/runs.yaml` (64 measured runs: NVIDIA's
+NeMo and Megatron-Bridge performance tables, MosaicML llm-foundry's MPT tables) into
+`data/published_runs.csv` with a provenance header; `published_cases` turns each row into a Case
+of the set `published-a100`, `published-h100` or `published-b200` (B200 and GB200), or a Skipped
+with the reason (mixture-of-experts models; a recipe that offloads activations to CPU).
+
+What a source leaves unstated comes from the named framework version's recipe (RECIPES: one
+entry per version, each default with the file it was read from), and every case says which
+defaults it took. Beside simsp's time each case carries the naive baseline a user computes by
+hand, model FLOPs / (0.5 x the 16-bit peak x GPUs) (llm-analysis's "literature" default MFU of
+0.5), with simsp's own model FLOPs (`model_flops` of run --json); FP8 runs keep the 16-bit peak,
+as MFU does.
+"""
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.workload import TrainingSpec, Workload, validate
+
+PUBLISHED_SETS = ("published-a100", "published-h100", "published-b200")
+RUNS_FILE = "published_runs.csv"
+
+HARDWARE = {
+    # runs.yaml hardware.gpu (prefix) -> (set, hardware library file)
+    "A100-80GB": ("published-a100", "hardware/dgx-a100-80gb.yaml"),
+    "A100-40GB": ("published-a100", "hardware/dgx-a100-40gb.yaml"),
+    "H100-SXM-80GB": ("published-h100", "hardware/dgx-h100.yaml"),
+    "H100-80GB": ("published-h100", "hardware/dgx-h100.yaml"),
+    "B200-SXM-180GB": ("published-b200", "hardware/dgx-b200.yaml"),
+    "GB200": ("published-b200", "hardware/gb200-nvl72.yaml"),
+}
+
+COLUMNS = (
+    "id",
+    "source",
+    "arch_source",
+    "gpu",
+    "gpus",
+    "system",
+    "precision",
+    *(f"model.{k}" for k in ("name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn")),
+    *(f"model.{k}" for k in ("vocab", "glu", "tied_embeddings", "pos", "seq", "experts", "topk")),
+    *(f"parallel.{k}" for k in ("tp", "pp", "cp", "dp", "ep", "virtual_stages", "micro_batch")),
+    *(f"parallel.{k}" for k in ("global_batch", "sequence_parallel", "recompute")),
+    "parallel.distributed_optimizer",
+    "parallel.fsdp",
+    "measured.tokens_per_s_per_gpu",
+    "measured.tflops_per_gpu",
+    "measured.iteration_s",
+    "inferred_fields",
+    "confidence",
+    "notes",
+)
+"""published_runs.csv's columns: runs.yaml's keys flattened (section.key), null as empty."""
+
+
+# ------------------------------------------------------------------ derivation
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flat(run: dict) -> dict:
+    row = {}
+    for col in COLUMNS:
+        section, _, key = col.partition(".")
+        if key:
+            row[col] = _cell((run.get(section) or {}).get(key))
+        elif col in ("gpu", "gpus", "system"):
+            row[col] = _cell(run["hardware"].get(col))
+        elif col == "inferred_fields":
+            row[col] = " | ".join(run.get(col) or [])
+        else:
+            row[col] = _cell(run.get(col))
+    return row
+
+
+def _shared_runs(shared_dir) -> Path:
+    base = Path(shared_dir)
+    for folder in (base / "data" / "published-runs", base / "published-runs", base):
+        if (folder / "runs.yaml").exists():
+            return folder / "runs.yaml"
+    raise InputError(
+        shared_dir, "shared_dir", str(shared_dir), "holds no data/published-runs/runs.yaml"
+    )
+
+
+def derive_published(shared_dir, out_dir) -> Path:
+    """Write out_dir/published_runs.csv (a provenance header, then one row a run, source order)
+    from the shared runs.yaml; return its path."""
+    from simsp.config import parse_yaml, read_text  # config is the one YAML reader
+
+    src = _shared_runs(shared_dir)
+    runs = parse_yaml(read_text(src))
+    if not isinstance(runs, list):
+        raise InputError(src, "top level", type(runs).__name__, "must be a list of runs")
+    header = [
+        f"{len(runs)} published, measured training runs (throughput and configuration).",
+        "Derived by simsp.validate.published.derive_published from the shared "
+        "data/published-runs/runs.yaml: keys flattened to section.key, lists joined with ' | ', "
+        "null as empty, values and row order verbatim. Each row's `source` names the table it "
+        "was read from (repository, path, commit), `inferred_fields` what that table did not "
+        "state; how simsp fills those gaps (framework recipe defaults) is in "
+        "simsp/validate/published.py RECIPES and in each case's notes.",
+    ]
+    path = Path(out_dir) / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        f.write("".join(f"# {line}\n" for line in header))
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(_flat(r) for r in runs)
+    return path
+
+
+def read_published(data_dir=None) -> list[dict]:
+    """published_runs.csv's rows as dicts of column to string."""
+    from simsp.validate.data import DATA_DIR
+
+    path = Path(data_dir or DATA_DIR) / RUNS_FILE
+    with open(path, newline="", encoding="utf-8") as f:
+        return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+# ------------------------------------------------------------------ recipe defaults
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a framework version's performance recipe sets where the published table is silent."""
+
+    source: str
+    """Where the defaults were read (repository, path, tag or commit)."""
+    fp8_recipe: str
+    """Transformer Engine scaling recipe its FP8 runs use, and why."""
+    fp8_why: str
+    tp_comm_overlap: bool = True
+    """Userbuffers TP overlap where tp > 1 (needs SP)."""
+    grad_reduce_in_fp32: bool = False
+    """False where the recipe reduces gradients in bf16 (grad_sync_dtype / grad_reduce_in_fp32)."""
+    overlap: bool = True
+    """Distributed optimizer with overlapped grad reduce and param gather."""
+
+
+_LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
+_NEMO2 = "NVIDIA/NeMo nemo/collections/llm/recipes/*.py + scripts"
+_MB = "NVIDIA-NeMo/Megatron-Bridge scripts/performance + src/megatron/bridge/recipes"
+
+RECIPES = {
+    "NeMo 24.07": Recipe(
+        f"{_LAUNCHER} and examples/training/*/h100/*_fp8.sh @ tag 24.07 (8325688d): SP where "
+        "tp > 1, activations_checkpoint_granularity null (none), optim distributed_fused_adam "
+        "with overlap_grad_sync/overlap_param_sync, ub_tp_comm_overlap as each config sets it, "
+        "grad_sync_dtype=bf16 in the FP8 examples",
+        "delayed",
+        "fp8_hybrid with fp8_amax_history_len/compute_algo: TE DelayedScaling",
+    ),
+    "NeMo 24.03": Recipe(
+        f"{_LAUNCHER}/llama/llama2_7b.yaml @ tag 24.03 (d4ec7c8b): micro_batch_size 1, "
+        "checkpointing null (none), distributed_fused_adam with overlap_grad_sync/"
+        "overlap_param_sync; SP taken on where tp > 1 as in every launcher config with tp > 1",
+        "delayed",
+        "fp8 amax history 1024 / max: TE DelayedScaling",
+        tp_comm_overlap=False,
+        grad_reduce_in_fp32=True,
+    ),
+    "NeMo 25.02": Recipe(
+        f"{_NEMO2}/llm/performance (v2.2.0): utils.py sequence_parallel = tp > 1; recipes' "
+        "distributed_fused_adam_with_cosine_annealing, DistributedDataParallelConfig("
+        "overlap_grad_reduce, overlap_param_gather), MegatronCommOverlapCallback("
+        "tp_comm_overlap=True); no recompute",
+        "delayed",
+        "v2.2.0 has no --fp8_recipe; its fp8 plugin bf16_with_fp8_mixed is delayed scaling",
+        grad_reduce_in_fp32=True,
+    ),
+    "NeMo 25.04": Recipe(
+        f"{_NEMO2}/performance (v2.3.0): utils.set_primary_perf_configs (SP = tp > 1, "
+        "grad_reduce_in_fp32 False under fp8, recompute_layers / use_mcore_fsdp from "
+        "recommended_model_configs/model_configs_*.csv), recipes as 25.02",
+        "delayed",
+        "argument_parser --fp8_recipe default 'ds' (per-tensor delayed scaling)",
+    ),
+    "Megatron-Bridge 25.09": Recipe(
+        f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
+        "distributed optimizer with overlap_grad_reduce/overlap_param_gather, CommOverlapConfig("
+        "tp_comm_overlap=True) for tp > 1, SP for tp > 1, no recompute in the rows used",
+        "delayed",
+        "table says per-tensor FP8 without naming it; argument_parser --fp8_recipe default 'ds'",
+    ),
+    "Megatron-Bridge 25.11": Recipe(
+        f"{_MB} @ v0.2.0 (workload_base_configs.py, helpers.py): as 25.09",
+        "current",
+        "table column Precision 'FP8-CS' (current scaling)",
+    ),
+    "Megatron-Bridge 26.04": Recipe(
+        f"{_MB} @ v0.4.1 (configs/llama/*_workload_base_configs.py): as 25.09",
+        "current",
+        "table 'FP8' beside separate 'MXFP8' rows; v0.4 --compute_dtype offers fp8_cs as the "
+        "only per-tensor FP8",
+    ),
+    "Megatron-Bridge 26.06": Recipe(
+        f"{_MB} @ v0.5.0 (configs/llama/llama31_workload_base_configs.py): as 25.09",
+        "current",
+        "as 26.04",
+    ),
+    "llm-foundry": Recipe(
+        "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
+        "activation checkpointing as the table states, FlashAttention, ALiBi, no biases, "
+        "no dropout (mpt yamls)",
+        "delayed",
+        "amp_fp8 runs TE's fp8_autocast, whose default recipe is DelayedScaling (assumed: the "
+        "table names no recipe)",
+        tp_comm_overlap=False,
+        overlap=False,
+    ),
+}
+
+TP_OVERLAP_OFF = {
+    # launcher 24.07 configs with ub_tp_comm_overlap False although tp > 1
+    "nemo2407-h100-gpt3-175b-128": "gpt3/175b.yaml ub_tp_comm_overlap False",
+    "nemo2407-h100-gpt3-175b-512": "gpt3/175b.yaml ub_tp_comm_overlap False",
+    "nemo2407-h100-nemotron-340b": "nemotron/nemotron_340b.yaml ub_tp_comm_overlap False",
+}
+RECOMPUTE = {
+    "nemo2407-h100-nemotron-340b": (
+        "selective",
+        "launcher 24.07 nemotron/nemotron_340b.yaml activations_checkpoint_granularity selective",
+    ),
+}
+SKIP = {
+    "mb2604-gb200-llama3-70b-fsdp": (
+        "the recipe offloads 40 layers' activations to CPU (Megatron-Bridge v0.4.1 "
+        "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2 cpu_offloading_num_layers=40): simsp has no "
+        "activation offloading"
+    ),
+}
+
+
+def recipe_of(row: dict) -> str:
+    """The RECIPES key of a run, from its source and id."""
+    rid, src = row["id"], row["source"]
+    if rid.startswith("foundry"):
+        return "llm-foundry"
+    if rid.startswith("nemo-longseq"):
+        return "NeMo 24.03"
+    for tag, key in (("nemo2407", "24.07"), ("nemo2502", "25.02"), ("nemo2504", "25.04")):
+        if rid.startswith(tag):
+            return f"NeMo {key}"
+    for version in ("25.09", "25.11", "26.04", "26.06"):
+        if f"'{version} NeMo Container'" in src:
+            return f"Megatron-Bridge {version}"
+    raise InputError(RUNS_FILE, "source", src, "names no framework version simsp knows")
+
+
+# ------------------------------------------------------------------ rows -> cases
+
+
+def _int(value: str, default: int = 0) -> int:
+    return int(float(value)) if value not in ("", None) else default
+
+
+def _model(row: dict) -> ModelSpec:
+    """The row's model: arch decides MLP, norm, position and biases (NeMo / MPT configs)."""
+    arch = row["model.arch"].split()[0]
+    kinds = {
+        "gpt": ("gelu", "layernorm", "learned", True),  # NeMo GPTConfig: add_bias_linear
+        "llama": ("swiglu", "rmsnorm", "rope", False),
+        "nemotron": ("squared_relu", "layernorm", "rope", False),  # nemotron.py add_bias_linear
+        "mpt": ("gelu", "layernorm", "alibi", False),  # mpt yamls: no_bias true
+    }
+    mlp, norm, position, bias = kinds[arch]
+    if row["model.glu"] == "true":
+        mlp = "swiglu"
+    return ModelSpec(
+        layers=_int(row["model.layers"]),
+        hidden=_int(row["model.hidden"]),
+        heads=_int(row["model.heads"]),
+        seq_len=_int(row["model.seq"]),
+        vocab=_int(row["model.vocab"]),
+        ffn_hidden=_int(row["model.ffn"]),
+        kv_heads=_int(row["model.kv_heads"]),
+        mlp=mlp,
+        norm=norm,
+        position=position,
+        bias=bias,
+        dropout=0.0,  # NeMo GPT/Llama/Nemotron configs and MPT yamls: dropout 0
+        attention="flash",
+        tied_embeddings=row["model.tied_embeddings"] == "true",
+    )
+
+
+def training_spec(global_batch: int, micro_batch: int, precision: str, fp8_recipe: str):
+    """The one place a case's precision enters its workload (TrainingSpec.precision,
+    .fp8_recipe)."""
+    fp8 = precision == "fp8"
+    return TrainingSpec(
+        global_batch=global_batch,
+        micro_batch=micro_batch,
+        precision="fp8" if fp8 else "bf16",
+        fp8_recipe=fp8_recipe if fp8 else "delayed",
+    )
+
+
+def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
+    tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
+    vp = _int(row["parallel.virtual_stages"], 1)
+    fsdp = row["parallel.fsdp"] not in ("", "false")
+    sp = row["parallel.sequence_parallel"]
+    sp_on = sp == "true" if sp else tp > 1
+    recompute = row["parallel.recompute"] or "none"
+    if row["id"] in RECOMPUTE:
+        recompute, why = RECOMPUTE[row["id"]]
+        notes.append(f"recompute {recompute} ({why})")
+    tp_overlap = recipe.tp_comm_overlap and sp_on and row["id"] not in TP_OVERLAP_OFF
+    split = _int(row["model.layers"]) % (pp * vp) != 0 and pp > 1
+    notes.append(
+        f"sp {'on' if sp_on else 'off'}, recompute {recompute}, "
+        + ("fsdp" if fsdp else "distributed optimizer")
+        + (", overlapped grad reduce/param gather" if recipe.overlap and not fsdp else "")
+        + (", tp_comm_overlap" if tp_overlap else "")
+        + (", bf16 grad reduce" if not recipe.grad_reduce_in_fp32 else "")
+        + (", embedding and loss counted in the pipeline split" if split else "")
+    )
+    return ParallelSpec(
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        dp=dp,
+        sequence_parallel=sp_on,
+        tp_comm_overlap=tp_overlap,
+        recompute=recompute,
+        schedule="interleaved" if vp > 1 else "1f1b",
+        virtual_stages=vp,
+        distributed_optimizer=not fsdp,
+        fsdp=fsdp,
+        overlap_grad_reduce=recipe.overlap and not fsdp,
+        overlap_param_gather=recipe.overlap and not fsdp,
+        grad_reduce_in_fp32=recipe.grad_reduce_in_fp32,
+        # Llama-3.1-405B's 126 layers over pp x vp chunks: NeMo llama31_405b.py and
+        # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
+        account_for_embedding_in_pipeline_split=split,
+        account_for_loss_in_pipeline_split=split,
+    )
+
+
+def nemo_llama2_flops(row: dict) -> float:
+    """Model FLOPs per iteration as NVIDIA's tables count them for Llama-2 (NeMo
+    nemo/utils/flops_formulas.py `llama2`, v2.3.0): B s L h^2 (12 + 12 g/a + 18 f/h + 12 s/h +
+    6 v / (L h)); causal attention not halved."""
+    b, s = _int(row["parallel.global_batch"]), _int(row["model.seq"])
+    layers, h = _int(row["model.layers"]), _int(row["model.hidden"])
+    a, g, f = _int(row["model.heads"]), _int(row["model.kv_heads"]), _int(row["model.ffn"])
+    v = _int(row["model.vocab"])
+    return (
+        b * s * layers * h * h * (12 + 12 * g / a + 18 * f / h + 12 * s / h + 6 * v / (layers * h))
+    )
+
+
+def measured_iteration_s(row: dict) -> tuple[float, str]:
+    """The run's seconds per iteration and how they were obtained."""
+    if row["measured.iteration_s"] and row["measured.tokens_per_s_per_gpu"]:
+        return float(row["measured.iteration_s"]), "iteration_s = B s / (tokens/s/GPU x GPUs)"
+    if row["measured.iteration_s"]:
+        return float(row["measured.iteration_s"]), "iteration_s as published"
+    flops = nemo_llama2_flops(row)
+    t = flops / (float(row["measured.tflops_per_gpu"]) * 1e12 * _int(row["gpus"]))
+    return t, "iteration_s = NeMo llama2 model FLOPs / (published TFLOP/s/GPU x GPUs)"
+
+
+def _unexpressible(row: dict) -> str:
+    if row["model.experts"]:
+        return (
+            f"mixture of experts ({row['model.experts']} experts, top-{row['model.topk']}, "
+            f"{row['model.arch']}): simsp has no MoE layer"
+        )
+    return SKIP.get(row["id"], "")
+
+
+def naive_baseline_s(w: Workload, peak_tflops: float) -> float:
+    """llm-analysis's 'literature' estimate: model FLOPs / (0.5 x peak x GPUs), with simsp's
+    model FLOPs (flops.model_flops, the run --json `model_flops`) and the 16-bit peak."""
+    from simsp.flops import model_flops
+
+    flops = model_flops(w.model, w.training.global_batch, w.parallel.tp)
+    return flops / (0.5 * peak_tflops * 1e12 * w.parallel.gpus)
+
+
+def _hardware_of(row: dict) -> tuple[str, str]:
+    for prefix, found in HARDWARE.items():
+        if row["gpu"].startswith(prefix):
+            return found
+    raise InputError(RUNS_FILE, "gpu", row["gpu"], f"must start with one of {', '.join(HARDWARE)}")
+
+
+def published_case(row: dict):
+    """One derived row as a Case, or a Skipped with the reason simsp cannot run it."""
+    from simsp.config import load_hardware
+    from simsp.validate.cases import Case, Skipped, project_path
+
+    set_name, hw_rel = _hardware_of(row)
+    reason = _unexpressible(row)
+    if reason:
+        return Skipped(set_name, row["id"], reason)
+    recipe_name = recipe_of(row)
+    recipe = RECIPES[recipe_name]
+    notes = [f"defaults of {recipe_name} ({recipe.source})"]
+    parallel = _parallel(row, recipe, notes)
+    precision = row["precision"]
+    micro = _int(row["parallel.micro_batch"], 1)
+    if not row["parallel.micro_batch"]:
+        notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
+    if precision == "fp8":
+        notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
+    measured_s, how = measured_iteration_s(row)
+    notes.append(how)
+    hw = project_path(hw_rel)
+    gpu = load_hardware(hw).gpu
+    if precision == "fp8" and not gpu.peak_fp8_tflops:
+        return Skipped(
+            set_name,
+            row["id"],
+            f"an FP8 run, and {hw_rel} has no FP8 rates yet (gpu.peak_fp8_tflops unset)",
+        )
+    try:
+        w = validate(
+            Workload(
+                name=row["id"],
+                model=_model(row),
+                training=training_spec(
+                    _int(row["parallel.global_batch"]), micro, precision, recipe.fp8_recipe
+                ),
+                parallel=parallel,
+            ),
+            row["id"],
+        )
+    except (InputError, ValueError) as e:
+        return Skipped(set_name, row["id"], f"not a valid simsp workload: {e}")
+    desc = (
+        f"{row['model.name']} {precision} {row['gpus']}x {row['gpu'].split()[0]} "
+        f"tp{parallel.tp} pp{parallel.pp} cp{parallel.cp} dp{parallel.dp}"
+        + (f" vp{parallel.virtual_stages}" if parallel.virtual_stages > 1 else "")
+        + (" fsdp" if parallel.fsdp else "")
+        + f" B{w.training.global_batch} b{micro} s{w.model.seq_len}"
+    )
+    baseline = naive_baseline_s(w, gpu.peak_tflops)
+    return Case(
+        set_name,
+        row["id"],
+        measured_s,
+        w,
+        str(hw),
+        description=desc,
+        baseline_s=baseline,
+        notes="; ".join(notes),
+    )
+
+
+def published_cases(name: str, data_dir=None):
+    """The Cases and Skipped rows of one published set, in source order."""
+    from simsp.validate.cases import Case
+
+    cases, skipped = [], []
+    for row in read_published(data_dir):
+        if _hardware_of(row)[0] != name:
+            continue
+        c = published_case(row)
+        (cases if isinstance(c, Case) else skipped).append(c)
+    return cases, skipped

@@ -1,0 +1,153 @@
+"""The published modern runs (simsp.validate.published): derivation, provenance, cases, skipped
+rows with reasons, the naive baseline and `simsp validate --json`'s published sets.
+
+The accuracy bars are the lead's to judge: the figures are printed (pytest -s), not asserted.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from simsp import validate as V
+from simsp.validate import published as P
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "data" / "published-runs" / "runs.yaml").exists(),
+    reason="../shared/data/published-runs not present",
+)
+ROWS = P.read_published()
+BY_ID = {r["id"]: r for r in ROWS}
+
+
+@needs_shared
+def test_shipped_csv_is_what_derive_published_writes(tmp_path):
+    path = P.derive_published(SHARED, tmp_path)
+    assert path.read_bytes() == (V.DATA_DIR / P.RUNS_FILE).read_bytes()
+
+
+def test_every_row_has_its_provenance():
+    text = (V.DATA_DIR / P.RUNS_FILE).read_text()
+    assert "runs.yaml" in text.splitlines()[0] + text.splitlines()[1]
+    assert len(ROWS) == 64 and len(BY_ID) == 64
+    for r in ROWS:
+        assert "@" in r["source"] or "docs.nvidia.com" in r["source"], r["id"]
+        assert r["inferred_fields"], r["id"]
+
+
+def _all():
+    cases, skipped = [], []
+    for name in P.PUBLISHED_SETS:
+        c, s = P.published_cases(name)
+        cases += c
+        skipped += s
+    return cases, skipped
+
+
+def test_every_run_is_a_case_or_skipped_with_its_reason():
+    cases, skipped = _all()
+    assert sorted([c.name for c in cases] + [s.name for s in skipped]) == sorted(BY_ID)
+    moe = {r["id"] for r in ROWS if r["model.experts"]}
+    assert len(moe) == 13
+    for s in skipped:
+        assert s.reason, s.name
+        if s.name in moe:
+            assert "mixture of experts" in s.reason
+    assert "offloads" in next(s.reason for s in skipped if s.name == "mb2604-gb200-llama3-70b-fsdp")
+    n = {name: sum(c.set == name for c in cases) for name in P.PUBLISHED_SETS}
+    print(f"\ncases {n}, skipped {len(skipped)}")
+    assert n["published-a100"] == 7  # all seven llm-foundry A100 rows are dense bf16
+
+
+def test_each_case_names_the_defaults_it_took_and_where_from():
+    for c in _all()[0]:
+        assert c.notes.startswith("defaults of "), c.name
+        assert "recompute" in c.notes and "iteration_s" in c.notes
+        if c.workload.training.precision == "fp8":
+            assert f"fp8 {c.workload.training.fp8_recipe} (" in c.notes
+
+
+def test_model_and_parallel_come_from_the_row():
+    cases = {c.name: c for c in _all()[0]}
+    mpt = cases["foundry-a100-80-mpt-70b-64"].workload
+    assert (mpt.model.position, mpt.model.mlp, mpt.model.bias) == ("alibi", "gelu", False)
+    assert mpt.parallel.fsdp and not mpt.parallel.distributed_optimizer
+    assert mpt.parallel.recompute == "full" and mpt.model.tied_embeddings
+    assert cases["foundry-a100-80-mpt-7b-2k-8"].workload.parallel.recompute == "none"
+    for c in cases.values():
+        r = BY_ID[c.name]
+        w = c.workload
+        assert (w.parallel.tp, w.parallel.pp, w.parallel.dp) == tuple(
+            int(r[f"parallel.{k}"]) for k in ("tp", "pp", "dp")
+        )
+        assert w.model.groups == int(r["model.kv_heads"]) and w.model.vocab == int(r["model.vocab"])
+        assert w.parallel.sequence_parallel == (w.parallel.tp > 1)
+        assert (w.parallel.schedule == "interleaved") == (w.parallel.virtual_stages > 1)
+        arch = r["model.arch"].split()[0]
+        assert w.model.mlp == {"llama": "swiglu", "nemotron": "squared_relu"}.get(arch, "gelu")
+        assert w.model.position == {"gpt": "learned", "mpt": "alibi"}.get(arch, "rope")
+
+
+def test_precision_enters_through_one_helper():
+    t = P.training_spec(128, 1, "fp8", "current")
+    assert (t.precision, t.fp8_recipe) == ("fp8", "current")
+    assert P.training_spec(128, 1, "bf16", "current").precision == "bf16"
+    assert P.RECIPES["NeMo 24.07"].fp8_recipe == "delayed"
+    assert P.RECIPES["Megatron-Bridge 25.11"].fp8_recipe == "current"
+    c = P.published_case(BY_ID["mb2511-h100-llama3-70b"])
+    if isinstance(c, V.Skipped):  # until the H100 file has FP8 rates
+        assert "no FP8 rates" in c.reason
+    else:
+        assert (c.workload.training.precision, c.workload.training.fp8_recipe) == (
+            "fp8",
+            "current",
+        )
+
+
+def test_iteration_times_follow_from_throughput():
+    for r in ROWS:
+        t, how = P.measured_iteration_s(r)
+        if r["measured.tokens_per_s_per_gpu"]:
+            tokens = int(r["parallel.global_batch"]) * int(r["model.seq"])
+            rate = float(r["measured.tokens_per_s_per_gpu"]) * int(r["gpus"])
+            assert t == pytest.approx(tokens / rate, rel=0.02), r["id"]
+        else:
+            assert "TFLOP/s" in how and t > 0
+
+
+def test_the_nemo_llama2_formula_reproduces_nvidias_published_tflops():
+    # it derives the long-sequence rows' times; check it where tokens/s are published too
+    for rid in ("nemo2407-h100-llama2-7b", "nemo2407-h100-llama2-13b", "nemo2407-h100-llama2-70b"):
+        r = BY_ID[rid]
+        per_token = P.nemo_llama2_flops(r) / (int(r["parallel.global_batch"]) * int(r["model.seq"]))
+        tflops = per_token * float(r["measured.tokens_per_s_per_gpu"]) / 1e12
+        assert tflops == pytest.approx(float(r["measured.tflops_per_gpu"]), rel=0.01), rid
+
+
+def test_naive_baseline_is_model_flops_over_half_the_peak():
+    from simsp.config import load_hardware
+    from simsp.report import run
+
+    c = next(c for c in _all()[0] if c.name == "foundry-a100-80-mpt-7b-2k-8")
+    hw = load_hardware(c.hardware)
+    flops = run(c.workload, hw).to_dict()["model_flops"]
+    assert c.baseline_s == pytest.approx(flops / (0.5 * hw.gpu.peak_tflops * 1e12 * 8))
+
+
+def test_validate_json_names_the_published_sets(capsys):
+    top = argparse.ArgumentParser()
+    V.register(top.add_subparsers())
+    args = top.parse_args(["validate", "--json", "--workers", "1", "--set", *P.PUBLISHED_SETS])
+    args.func(args)
+    out = json.loads(capsys.readouterr().out)["sets"]
+    assert list(out) == list(P.PUBLISHED_SETS)
+    for name, m in out.items():
+        assert {"n", "mape", "max_abs_error", "bias", "skipped"} <= set(m)
+        assert m["n"] + m["skipped"] == sum(P._hardware_of(r)[0] == name for r in ROWS)
+        if m["n"]:
+            assert {"naive_mape", "naive_bias", "naive_max_abs_error"} <= set(m)
+    with capsys.disabled():
+        v = V.run_validation(P.PUBLISHED_SETS, workers=1)
+        print("\n" + V.table(v))
