@@ -14,9 +14,16 @@ def check_tables(hw) -> None:
         if path:
             check_gemm_rates(read_gemm_table(path).points, peak, path)
     if cal.flash_attention:
-        check_gemm_rates(
-            read_attention_table(cal.flash_attention).points, peak, cal.flash_attention
-        )
+        points = read_attention_table(cal.flash_attention).points
+        check_gemm_rates(points, peak, cal.flash_attention)
+        kernels = sorted({p.kernel for p in points})
+        if cal.attention_kernel and cal.attention_kernel not in kernels:
+            raise InputError(
+                hw.source or hw.name,
+                "calibration.attention_kernel",
+                cal.attention_kernel,
+                f"must be a kernel of {cal.flash_attention} ({', '.join(kernels)})",
+            )
 
 
 def check_gemm_rates(points, peak_tflops: float, path) -> None:

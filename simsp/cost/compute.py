@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from simsp.calibration import GemmTable, read_attention_table, read_gemm_table
+from simsp.calibration.attention import AttentionTable
 from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
@@ -107,6 +108,13 @@ class GemmTables:
         return modeled, "model"
 
 
+def attention_rows(table: AttentionTable, kernel: str) -> AttentionTable:
+    """The table's rows of the one kernel the framework runs (all rows when none is named)."""
+    if not kernel:
+        return table
+    return AttentionTable(tuple(p for p in table.points if p.kernel == kernel), table.source)
+
+
 OPERAND_BYTES = {"bf16": BYTES_16BIT, "fp8": BYTES_FP8}
 
 
@@ -123,7 +131,9 @@ class ComputeModel:
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
         self.launch_s = hw.calibration.kernel_launch_us * US
         self.attention_table = (
-            read_attention_table(cal.flash_attention) if cal.flash_attention else None
+            attention_rows(read_attention_table(cal.flash_attention), cal.attention_kernel)
+            if cal.flash_attention
+            else None
         )
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
