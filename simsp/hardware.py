@@ -95,6 +95,16 @@ class CalibrationSpec:
     collective_sm_share: float = 0.0
     """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
     collective runs at (1 - share) of its speed for as long as the collective lasts."""
+    measured_nvlink_gbps: float = 0.0
+    """NVLink rate per GPU per direction, GB/s, of the node the `nvlink` logs were measured on;
+    0 means this file's node.nvlink_gbps. A different node.nvlink_gbps scales those logs
+    (simsp.cost.network)."""
+    measured_nic_gbps: float = 0.0
+    """NIC line rate, Gb/s, of the nodes the `infiniband` logs were measured on; 0 means this
+    file's network.nic_gbps."""
+    measured_nics_per_node: int = 0
+    """NICs a node of the `infiniband` measurement had; 0 means this file's
+    network.nics_per_node."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +119,20 @@ class HardwareSpec:
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     source: str = ""
     """The YAML file it was read from (for messages)."""
+    overrides: tuple[tuple[str, int | float], ...] = ()
+    """(SECTION.KEY, value) set on the command line (`--set`) over the file's values, in order."""
 
     @property
     def hbm_bytes(self) -> int:
         """HBM capacity per GPU in bytes."""
         return int(self.gpu.hbm_gib * 1024**3)
+
+    @property
+    def label(self) -> str:
+        """The name, and any `--set` overrides: `dgx-h100 [network.nic_gbps=800]`."""
+        if not self.overrides:
+            return self.name
+        return f"{self.name} [{', '.join(f'{k}={v:g}' for k, v in self.overrides)}]"
 
 
 CEILINGS = {
@@ -124,6 +143,9 @@ CEILINGS = {
     "node.nvlink_gbps": 1e6,
     "network.nics_per_node": 10_000,
     "network.nic_gbps": 1e7,
+    "calibration.measured_nvlink_gbps": 1e6,
+    "calibration.measured_nics_per_node": 10_000,
+    "calibration.measured_nic_gbps": 1e7,
     "calibration.kernel_launch_us": 1e6,
     "calibration.host_forward_us": 1e7,
     "calibration.host_backward_us": 1e7,

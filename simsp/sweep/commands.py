@@ -162,9 +162,10 @@ def register(sub) -> None:
 
     c = sub.add_parser(
         "compare",
-        help="one workload on several machines",
+        help="one workload on several machines, or one machine under what-ifs",
         conflict_handler="resolve",
-        description="One workload on several hardware files: time, MFU, peak HBM, fits.",
+        description="One workload on several hardware files, each also under --what-if changes "
+        "of a hardware key: time, MFU, communication, peak HBM, fits.",
     )
     arguments.add_workload_args(c)
     c.add_argument(
@@ -172,5 +173,14 @@ def register(sub) -> None:
         nargs="+",
         metavar="HW.yaml",
         help="hardware YAMLs (default the DGX A100 80GB)",
+    )
+    c.add_argument(
+        "--what-if",
+        dest="what_if",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=V1,V2",
+        help="also run each machine with this numeric hardware key at each value, one row a "
+        "value, against the machine's own row (repeatable), e.g. network.nic_gbps=200,800",
     )
     c.set_defaults(func=cmd_compare)
