@@ -167,6 +167,43 @@ def _efficiencies(key: str, steps) -> tuple:
     return key, worst, all(0 < e <= 1 for _, e in steps), "efficiencies must lie in (0, 1]"
 
 
+LINK_SPAN = 1000.0
+"""How far a link rate may lie from the one its collective tables were measured at: past a
+thousand times either way it is a unit slip (GB/s for Gb/s is 8x), not a what-if."""
+
+
+def _link_rules(hw: "HardwareSpec"):
+    """The NVLink rate, and a node's NICs (rate x count), within LINK_SPAN of what the tables
+    were measured on (0: the file's own)."""
+    node, net, cal = hw.node, hw.network, hw.calibration
+    nics = net.nic_gbps * net.nics_per_node
+    measured_nics = (cal.measured_nic_gbps or net.nic_gbps) * (
+        cal.measured_nics_per_node or net.nics_per_node
+    )
+    for key, value, ratio, what in (
+        (
+            "node.nvlink_gbps",
+            node.nvlink_gbps,
+            node.nvlink_gbps / (cal.measured_nvlink_gbps or node.nvlink_gbps),
+            f"{cal.measured_nvlink_gbps or node.nvlink_gbps:g} GB/s",
+        ),
+        (
+            "network.nic_gbps",
+            net.nic_gbps,
+            nics / measured_nics,
+            f"{cal.measured_nics_per_node or net.nics_per_node} NICs of "
+            f"{cal.measured_nic_gbps or net.nic_gbps:g} Gb/s a node",
+        ),
+    ):
+        yield (
+            key,
+            value,
+            1 / LINK_SPAN <= ratio <= LINK_SPAN,
+            f"the link must stay within {LINK_SPAN:g}x of the rate its collective tables were "
+            f"measured at ({what})",
+        )
+
+
 def hardware_rules(hw: "HardwareSpec"):
     """(key, value, holds, rule) for every physical range a hardware file must keep: achieved
     rates not above the peak they are a share of, efficiencies in (0, 1], and the ceilings."""
@@ -197,6 +234,7 @@ def hardware_rules(hw: "HardwareSpec"):
         0 <= cal.collective_sm_share < 1,
         "must be a share in [0, 1): a collective cannot hold every SM",
     )
+    yield from _link_rules(hw)
     for key, ceiling in CEILINGS.items():
         value = _value(hw, key)
         yield key, value, value <= ceiling, f"must be at most {ceiling:g} (a sanity ceiling)"

@@ -76,6 +76,23 @@ class LinkTable:
     def __post_init__(self):
         object.__setattr__(self, "_best_bps", best_algbw_bps(self.table))
 
+    @property
+    def op(self) -> str:
+        return self.table.op
+
+    @property
+    def ranks(self) -> int:
+        return self.table.ranks
+
+    @property
+    def sizes_bytes(self) -> tuple[int, ...]:
+        return self.table.sizes_bytes
+
+    @property
+    def times_s(self) -> tuple[float, ...]:
+        """As measured (time_s prices them on this link)."""
+        return self.table.times_s
+
     def time_s(self, nbytes: float) -> float:
         """Seconds for nbytes (whole buffer) on this link."""
         t = self.table.time_s(nbytes)
