@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 class GpuSpec:
     """One accelerator."""
 
-    name: str
+    name: str = field(default="", kw_only=True)
+    """The part, for people reading the file (no result depends on it, so it is optional)."""
     peak_tflops: float
     """Dense 16-bit tensor-core peak (MFU/HFU denominator)."""
     hbm_gib: float

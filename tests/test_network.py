@@ -246,3 +246,31 @@ def test_calibrate_with_new_logs_measures_them_on_the_files_own_link(tmp_path, c
     hw = load_hardware(out)
     assert hw.calibration.measured_nvlink_gbps == 900 and nvlink_slowdown(hw) == 1.0
     assert hw.calibration.measured_nic_gbps == 400  # the infiniband logs were kept
+
+
+def test_sweep_with_set_rows_are_another_machine(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"workload: {GPT3}\nhardware: [{H100}]\ngpus: 128\n"
+        "grid: {tp: [8], pp: [8], micro_batch: [1]}\n"
+    )
+    out = str(tmp_path / "rows.csv")
+    argv = ["sweep", str(spec), "--out", out, "--jobs", "1", "--no-progress", "--json"]
+    assert main([*argv, "--set", "network.nic_gbps=800"]) == 0, capsys.readouterr().err
+    fast = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0  # the same CSV: the file's own row is not the --set one resumed
+    own = json.loads(capsys.readouterr().out)
+    assert [r["hardware"] for r in fast + own] == ["dgx-h100 [network.nic_gbps=800]", "dgx-h100"]
+    w = load_workload(GPT3, {"parallel": {"dp": 2}})  # the workload's global batch of 64
+    assert fast[0]["iteration_time_s"] == pytest.approx(
+        run(w, load_hardware(H100, ["network.nic_gbps=800"])).iteration_time_s, rel=1e-12
+    )
+    assert own[0]["iteration_time_s"] > fast[0]["iteration_time_s"]
+
+
+def test_a_gpu_name_is_not_required(tmp_path):
+    data = yaml.safe_load(copy_of(H100, tmp_path).read_text())
+    del data["gpu"]["name"]
+    path = tmp_path / "anonymous.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert load_hardware(path).gpu.name == ""
