@@ -37,8 +37,11 @@ measured, so small messages keep their latency. This is the scaling the library'
 tables were derived with (hardware/calibration/derive_library.py). Inside a node the ratio is
 measured_nvlink_gbps / nvlink_gbps; across nodes it is the per-GPU share of the node's NICs,
 (measured_nic_gbps x measured_nics_per_node) / (nic_gbps x nics_per_node) (the node's GPU count
-cancels: every GPU of a node runs the same collective at once, so each gets its share). Equal
-rates use the tables untouched, so files that state no change keep their answers to the bit.
+cancels: every GPU of a node runs the same collective at once, so each gets its share). A group
+of whole nodes reads the infiniband table and so scales with the NICs alone (its ring is bound
+by them); a hierarchical group scales its NVLink steps and its NIC step each by its own link.
+Equal rates use the tables untouched, so files that state no change keep their answers to the
+bit. Rates more than 1000x from the measured ones are refused (hardware.LINK_SPAN).
 """
 
 import math
