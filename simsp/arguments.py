@@ -47,10 +47,24 @@ def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
     )
 
 
+def add_set_arg(p: argparse.ArgumentParser) -> None:
+    """`--set SECTION.KEY=VALUE`, repeatable: a numeric hardware key over the file's value."""
+    p.add_argument(
+        "--set",
+        dest="hardware_set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="set a numeric hardware key over the file's value, e.g. network.nic_gbps=800 "
+        "(repeatable; link rates scale the measured collective tables)",
+    )
+
+
 def add_workload_args(p: argparse.ArgumentParser) -> None:
     """The workload file, the hardware file, --model, and one override flag per knob."""
     p.add_argument("workload", help="workload YAML (see workloads/)")
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    add_set_arg(p)
     p.add_argument(
         "--model",
         dest="hf_model",
@@ -86,7 +100,9 @@ def overrides(args) -> dict:
 
 def load(args):
     """(workload, hardware) from parsed arguments."""
-    return load_workload(args.workload, overrides(args)), load_hardware(args.hardware)
+    return load_workload(args.workload, overrides(args)), load_hardware(
+        args.hardware, args.hardware_set
+    )
 
 
 def print_json(obj) -> None:

@@ -5,7 +5,7 @@ import dataclasses
 import sys
 
 from simsp import __version__
-from simsp.arguments import Parser, add_workload_args, load, print_json
+from simsp.arguments import Parser, add_set_arg, add_workload_args, load, print_json
 from simsp.budget import DEFAULT_MAX_ACTIONS
 from simsp.errors import InputError
 from simsp.textfile import check_output, write_text
@@ -54,6 +54,7 @@ def _closed_form(w, hw, args) -> None:
             {
                 "workload": w.name,
                 "hardware": hw.name,
+                **({"hardware_overrides": dict(hw.overrides)} if hw.overrides else {}),
                 "tier": "analytic",
                 "note": note,
                 "iteration_time_s": e.iteration_time_s,
@@ -189,6 +190,7 @@ def parser() -> Parser:
         help="folder for reproduction.html (default ./reproduction)",
     )
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    add_set_arg(p)
     p.set_defaults(func=cmd_reproduce)
     return top
 
@@ -198,7 +200,9 @@ def cmd_reproduce(args) -> None:
     simsp."""
     from simsp.reproduce import reproduce, text_tables, write_report
 
-    tables = reproduce(args.hardware)
+    tables = reproduce(args.hardware, args.hardware_set)
+    if args.hardware_set:
+        print(f"hardware with --set {' --set '.join(args.hardware_set)}")
     print(text_tables(tables))
     print(f"report: {write_report(tables, args.out)}")
 

@@ -194,6 +194,11 @@ check_scalar = _check_scalar
 """The scalar rules, for other readers of user values (the sweep grid)."""
 
 
+def _allow_zero(f: dataclasses.Field) -> bool:
+    """A field whose default is 0 (0 meaning 'not given'), or one marked so, may be 0."""
+    return f.default == 0 or f.metadata.get("allow_zero", False)
+
+
 def build(cls, data, file, prefix=""):
     """Build dataclass cls from a mapping, checking unknown/missing keys, types and signs."""
     if not isinstance(data, dict):
@@ -216,7 +221,7 @@ def build(cls, data, file, prefix=""):
                 raise InputError(file, key, None, "is required")
             continue
         kind = hints[name]
-        allow_zero = (has_default and f.default == 0) or f.metadata.get("allow_zero", False)
+        allow_zero = _allow_zero(f)
         value = data[name]
         if f.metadata.get("number_list") and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)  # a one-entry list YAML read as a number
@@ -329,9 +334,83 @@ def _resolve_paths(file, key, patterns, folder: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
-def load_hardware(path=None) -> HardwareSpec:
+HARDWARE_SECTIONS = {
+    "gpu": GpuSpec,
+    "node": NodeSpec,
+    "network": NetworkSpec,
+    "memory_bound": MemoryBoundSpec,
+    "calibration": CalibrationSpec,
+}
+"""The sections of a hardware file that `--set SECTION.KEY=VALUE` reaches."""
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def numeric_keys(section: str) -> dict[str, dataclasses.Field]:
+    """The int and float fields of one hardware section, by name."""
+    cls = HARDWARE_SECTIONS[section]
+    hints = typing.get_type_hints(cls)
+    return {f.name: f for f in dataclasses.fields(cls) if hints[f.name] in (int, float)}
+
+
+def parse_set(text: str) -> tuple[str, int | float]:
+    """One `--set SECTION.KEY=VALUE`: a numeric key of a hardware section and a number for it,
+    checked by the rules a file's value meets (type, sign), or InputError naming `--set`."""
+    key, sep, value = (part.strip() for part in str(text).partition("="))
+    if not sep or not key:
+        raise InputError("--set", key or "SECTION.KEY", value, "must be SECTION.KEY=VALUE")
+    section, _, name = key.partition(".")
+    if section not in HARDWARE_SECTIONS:
+        raise InputError(
+            "--set", key, value, f"unknown hardware section; known: {', '.join(HARDWARE_SECTIONS)}"
+        )
+    fields = {f.name for f in dataclasses.fields(HARDWARE_SECTIONS[section])}
+    numeric = numeric_keys(section)
+    if name not in numeric:
+        rule = "is not a numeric key (names, paths and curves are set in the file)"
+        if name not in fields:
+            rule = "unknown key"
+        raise InputError("--set", key, value, f"{rule}; numeric keys: {', '.join(numeric)}")
+    if not _NUMBER.fullmatch(value):
+        raise InputError("--set", key, value, "must be a number")
+    digits = value.lstrip("+-")
+    number = int(value) if digits.isdigit() and len(digits) <= 20 else float(value)
+    f = numeric[name]
+    kind = typing.get_type_hints(HARDWARE_SECTIONS[section])[name]
+    return key, _check_scalar("--set", key, number, kind, _allow_zero(f))
+
+
+def _own_link_rates(hw: HardwareSpec) -> HardwareSpec:
+    """The rates the collective tables were measured at, where the file leaves them 0: its own
+    link rates (taken before any `--set`, so that a `--set` moves the link, not the
+    measurement; simsp.cost.network)."""
+    cal = hw.calibration
+    return dataclasses.replace(
+        hw,
+        calibration=dataclasses.replace(
+            cal,
+            measured_nvlink_gbps=cal.measured_nvlink_gbps or hw.node.nvlink_gbps,
+            measured_nic_gbps=cal.measured_nic_gbps or hw.network.nic_gbps,
+            measured_nics_per_node=cal.measured_nics_per_node or hw.network.nics_per_node,
+        ),
+    )
+
+
+def apply_sets(hw: HardwareSpec, sets: dict) -> HardwareSpec:
+    """hw with each SECTION.KEY of `sets` (parsed by parse_set) replaced, and recorded."""
+    for key, value in sets.items():
+        section, name = key.split(".")
+        hw = dataclasses.replace(
+            hw, **{section: dataclasses.replace(getattr(hw, section), **{name: value})}
+        )
+    return dataclasses.replace(hw, overrides=tuple(sets.items())) if sets else hw
+
+
+def load_hardware(path=None, sets=()) -> HardwareSpec:
     """Read a hardware YAML; calibration paths become absolute. A bare name (`dgx-h100`) is a
-    file of the hardware library (hardware/NAME.yaml)."""
+    file of the hardware library (hardware/NAME.yaml). `sets` are `--set SECTION.KEY=VALUE`
+    strings, laid over the file's values before the file's rules are checked (a later one for
+    the same key wins)."""
+    given = dict(parse_set(text) for text in sets)
     path = library_path(path) if path else default_hardware_path()
     data = read_yaml(path)
     _unknown_top(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
@@ -363,9 +442,10 @@ def load_hardware(path=None) -> HardwareSpec:
         calibration=cal,
         source=str(path),
     )
+    hw = apply_sets(_own_link_rates(hw), given)
     for key, value, holds, rule in hardware_rules(hw):
         if not holds:
-            raise InputError(path, key, value, rule)
+            raise InputError("--set" if key in given else path, key, value, rule)
     check_tables(hw)
     return hw
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 class GpuSpec:
     """One accelerator."""
 
-    name: str
+    name: str = field(default="", kw_only=True)
+    """The part, for people reading the file (no result depends on it, so it is optional)."""
     peak_tflops: float
     """Dense 16-bit tensor-core peak (MFU/HFU denominator)."""
     hbm_gib: float
@@ -101,6 +102,16 @@ class CalibrationSpec:
     collective_sm_share: float = 0.0
     """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
     collective runs at (1 - share) of its speed for as long as the collective lasts."""
+    measured_nvlink_gbps: float = 0.0
+    """NVLink rate per GPU per direction, GB/s, of the node the `nvlink` logs were measured on;
+    0 means this file's node.nvlink_gbps. A different node.nvlink_gbps scales those logs
+    (simsp.cost.network)."""
+    measured_nic_gbps: float = 0.0
+    """NIC line rate, Gb/s, of the nodes the `infiniband` logs were measured on; 0 means this
+    file's network.nic_gbps."""
+    measured_nics_per_node: int = 0
+    """NICs a node of the `infiniband` measurement had; 0 means this file's
+    network.nics_per_node."""
 
 
 @dataclass(frozen=True)
@@ -115,11 +126,20 @@ class HardwareSpec:
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     source: str = ""
     """The YAML file it was read from (for messages)."""
+    overrides: tuple[tuple[str, int | float], ...] = ()
+    """(SECTION.KEY, value) set on the command line (`--set`) over the file's values, in order."""
 
     @property
     def hbm_bytes(self) -> int:
         """HBM capacity per GPU in bytes."""
         return int(self.gpu.hbm_gib * 1024**3)
+
+    @property
+    def label(self) -> str:
+        """The name, and any `--set` overrides: `dgx-h100 [network.nic_gbps=800]`."""
+        if not self.overrides:
+            return self.name
+        return f"{self.name} [{', '.join(f'{k}={v:g}' for k, v in self.overrides)}]"
 
 
 CEILINGS = {
@@ -130,6 +150,9 @@ CEILINGS = {
     "node.nvlink_gbps": 1e6,
     "network.nics_per_node": 10_000,
     "network.nic_gbps": 1e7,
+    "calibration.measured_nvlink_gbps": 1e6,
+    "calibration.measured_nics_per_node": 10_000,
+    "calibration.measured_nic_gbps": 1e7,
     "calibration.kernel_launch_us": 1e6,
     "calibration.host_forward_us": 1e7,
     "calibration.host_backward_us": 1e7,
@@ -149,6 +172,43 @@ def _efficiencies(key: str, steps) -> tuple:
     """(key, value, holds, rule) for an efficiency curve: fractions of a peak."""
     worst = max((e for _, e in steps), default=1.0)
     return key, worst, all(0 < e <= 1 for _, e in steps), "efficiencies must lie in (0, 1]"
+
+
+LINK_SPAN = 1000.0
+"""How far a link rate may lie from the one its collective tables were measured at: past a
+thousand times either way it is a unit slip (GB/s for Gb/s is 8x), not a what-if."""
+
+
+def _link_rules(hw: "HardwareSpec"):
+    """The NVLink rate, and a node's NICs (rate x count), within LINK_SPAN of what the tables
+    were measured on (0: the file's own)."""
+    node, net, cal = hw.node, hw.network, hw.calibration
+    nics = net.nic_gbps * net.nics_per_node
+    measured_nics = (cal.measured_nic_gbps or net.nic_gbps) * (
+        cal.measured_nics_per_node or net.nics_per_node
+    )
+    for key, value, ratio, what in (
+        (
+            "node.nvlink_gbps",
+            node.nvlink_gbps,
+            node.nvlink_gbps / (cal.measured_nvlink_gbps or node.nvlink_gbps),
+            f"{cal.measured_nvlink_gbps or node.nvlink_gbps:g} GB/s",
+        ),
+        (
+            "network.nic_gbps",
+            net.nic_gbps,
+            nics / measured_nics,
+            f"{cal.measured_nics_per_node or net.nics_per_node} NICs of "
+            f"{cal.measured_nic_gbps or net.nic_gbps:g} Gb/s a node",
+        ),
+    ):
+        yield (
+            key,
+            value,
+            1 / LINK_SPAN <= ratio <= LINK_SPAN,
+            f"the link must stay within {LINK_SPAN:g}x of the rate its collective tables were "
+            f"measured at ({what})",
+        )
 
 
 def hardware_rules(hw: "HardwareSpec"):
@@ -181,6 +241,7 @@ def hardware_rules(hw: "HardwareSpec"):
         0 <= cal.collective_sm_share < 1,
         "must be a share in [0, 1): a collective cannot hold every SM",
     )
+    yield from _link_rules(hw)
     for key, ceiling in CEILINGS.items():
         value = _value(hw, key)
         yield key, value, value <= ceiling, f"must be at most {ceiling:g} (a sanity ceiling)"

@@ -38,7 +38,7 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
     chunks = f" v={p.chunks}" if p.chunks > 1 else ""
     model = model_choices(w.model)
     return (
-        f"{w.name}{f' ({model})' if model else ''} on {hw.name}: tp={p.tp} pp={p.pp} dp={p.dp} "
+        f"{w.name}{f' ({model})' if model else ''} on {hw.label}: tp={p.tp} pp={p.pp} dp={p.dp} "
         f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} "
         f"{schedule_name(p)}{chunks} {parallel_extras(p)}"
         f"b={w.training.micro_batch} B={w.training.global_batch}{precision_note(w.training)}"
@@ -225,6 +225,12 @@ class Result:
             "optimizer_s": opt,
         }
 
+    def hardware_overrides(self) -> dict:
+        """`{"hardware_overrides": {KEY: value}}` for a run with `--set`, else nothing (the JSON
+        of a run without one stays as it was)."""
+        sets = self.hardware.overrides
+        return {"hardware_overrides": dict(sets)} if sets else {}
+
     def to_dict(self) -> dict:
         """DESIGN.md's `simsp run --json` object."""
         w, lt = self.workload, self.plan.layer
@@ -232,6 +238,7 @@ class Result:
         return {
             "workload": w.name,
             "hardware": self.hardware.name,
+            **self.hardware_overrides(),
             "iteration_time_s": self.iteration_time_s,
             "mfu": self.mfu(),
             "hfu": self.hfu(),

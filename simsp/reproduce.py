@@ -155,9 +155,9 @@ HEADERS = {
 }
 
 
-def reproduce(hardware_path=None) -> dict[str, list[list]]:
+def reproduce(hardware_path=None, sets=()) -> dict[str, list[list]]:
     """All tables, keyed by the HEADERS titles."""
-    hw = load_hardware(hardware_path)
+    hw = load_hardware(hardware_path, sets)
     workloads = {n: load_workload(REPO_ROOT / "workloads" / f"{n}.yaml") for n in MODELS}
     t5, _ = table5(workloads, hw)
     tables = [table2(workloads), table4(workloads["gpt-22b"], hw), t5, figure1(workloads, hw)]

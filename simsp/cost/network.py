@@ -18,9 +18,34 @@ An all-to-all of S bytes (each rank sends S/n to each peer) moves what an all-ga
 (n-1)/n S a rank, and nccl-tests gives both the same busbw factor; without a measured
 all-to-all table it costs the all-gather of S (on NVSwitch nodes, where every pair has the full
 link; across nodes this is optimistic, as an all-to-all does not pipeline around a ring).
+
+Link rates as a what-if. Each table was measured on some link: the `nvlink` logs on a node of
+`calibration.measured_nvlink_gbps` per GPU, the `infiniband` logs on nodes of
+`measured_nics_per_node` NICs of `measured_nic_gbps` each (each 0 or absent: the file's own
+node/network value, i.e. tables measured on the machine the file describes; `simsp.config`
+resolves them before any `--set`, so a `--set` moves the link and not the measurement). Where the
+file's (or `--set`'s) rate differs, a table's time of S bytes becomes
+
+    t'(S) = t(S) + (S / A) x (measured / new - 1)
+
+with A the table's best achieved algbw (max over its points of S/t): the alpha-beta split of
+NCCL's own cost model, `time = lat * latCount + nBytes / bw` (NVIDIA/nccl src/graph/tuning.cc,
+ncclTopoGetAlgoTime), whose bw is set by the links. S/A is the bandwidth-bound part at the best
+rate the table reached; it scales with the inverse of the link rate. The rest, t(S) - S/A, is
+latency and protocol overhead (small messages, the LL/LL128 region, ramp-up) and is kept as
+measured, so small messages keep their latency. This is the scaling the library's vtrain-a100
+tables were derived with (hardware/calibration/derive_library.py). Inside a node the ratio is
+measured_nvlink_gbps / nvlink_gbps; across nodes it is the per-GPU share of the node's NICs,
+(measured_nic_gbps x measured_nics_per_node) / (nic_gbps x nics_per_node) (the node's GPU count
+cancels: every GPU of a node runs the same collective at once, so each gets its share). A group
+of whole nodes reads the infiniband table and so scales with the NICs alone (its ring is bound
+by them); a hierarchical group scales its NVLink steps and its NIC step each by its own link.
+Equal rates use the tables untouched, so files that state no change keep their answers to the
+bit. Rates more than 1000x from the measured ones are refused (hardware.LINK_SPAN).
 """
 
 import math
+from dataclasses import dataclass, field
 
 from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
 from simsp.errors import InputError
@@ -29,14 +54,80 @@ from simsp.hardware import HardwareSpec
 AR, AG, RS, P2P, A2A = "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"
 
 
-def _index(paths) -> dict[tuple[str, int], CollectiveTable]:
+def link_scaled_s(t_s: float, nbytes: float, best_algbw_bps: float, slowdown: float) -> float:
+    """A measured collective time moved to another link rate: the bandwidth-bound part
+    nbytes / best_algbw scales by `slowdown` (measured rate / new rate), the rest is latency and
+    stays (NCCL tuning.cc's `time = lat + nBytes / bw`; module docstring)."""
+    return t_s + nbytes / best_algbw_bps * (slowdown - 1.0)
+
+
+def best_algbw_bps(table: CollectiveTable) -> float:
+    """The highest algorithm bandwidth (size over time, B/s) any point of the table reached."""
+    return max(s / t for s, t in zip(table.sizes_bytes, table.times_s, strict=True))
+
+
+@dataclass(frozen=True)
+class LinkTable:
+    """A measured table priced on a link `slowdown` times slower than the one it was measured
+    on (1: as measured)."""
+
+    table: CollectiveTable
+    slowdown: float = 1.0
+    """measured link rate / this file's link rate."""
+    _best_bps: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_best_bps", best_algbw_bps(self.table))
+
+    @property
+    def op(self) -> str:
+        return self.table.op
+
+    @property
+    def ranks(self) -> int:
+        return self.table.ranks
+
+    @property
+    def sizes_bytes(self) -> tuple[int, ...]:
+        return self.table.sizes_bytes
+
+    @property
+    def times_s(self) -> tuple[float, ...]:
+        """As measured (time_s prices them on this link)."""
+        return self.table.times_s
+
+    def time_s(self, nbytes: float) -> float:
+        """Seconds for nbytes (whole buffer) on this link."""
+        t = self.table.time_s(nbytes)
+        if self.slowdown == 1.0 or t == 0.0:
+            return t  # as measured, to the bit
+        return link_scaled_s(t, nbytes, self._best_bps, self.slowdown)
+
+
+def _index(paths, slowdown: float) -> dict[tuple[str, int], LinkTable]:
     """Tables by (op, ranks); a later file fills sizes the first one for that key lacks."""
     tables: dict[tuple[str, int], CollectiveTable] = {}
     for path in paths:
         t = read_nccl_log(path)
         key = (t.op, t.ranks)
         tables[key] = merge_tables(tables[key], t) if key in tables else t
-    return tables
+    return {key: LinkTable(t, slowdown) for key, t in tables.items()}
+
+
+def nvlink_slowdown(hw: HardwareSpec) -> float:
+    """How much slower this file's NVLink is than the one its `nvlink` logs were measured on."""
+    measured = hw.calibration.measured_nvlink_gbps or hw.node.nvlink_gbps
+    return measured / hw.node.nvlink_gbps
+
+
+def nic_slowdown(hw: HardwareSpec) -> float:
+    """How much slower a GPU's share of this file's NICs is than in the `infiniband` logs'
+    measurement: (measured NIC rate x NICs) / (NIC rate x NICs), GPUs a node cancelling."""
+    cal, net = hw.calibration, hw.network
+    measured = (cal.measured_nic_gbps or net.nic_gbps) * (
+        cal.measured_nics_per_node or net.nics_per_node
+    )
+    return measured / (net.nic_gbps * net.nics_per_node)
 
 
 def _nearest(ranks: int, available) -> int:
@@ -50,8 +141,8 @@ class NetworkModel:
     def __init__(self, hw: HardwareSpec):
         self.hw = hw
         self.gpus_per_node = hw.node.gpus
-        self.nvlink = _index(hw.calibration.nvlink)
-        self.ib = _index(hw.calibration.infiniband)
+        self.nvlink = _index(hw.calibration.nvlink, nvlink_slowdown(hw))
+        self.ib = _index(hw.calibration.infiniband, nic_slowdown(hw))
 
     def _missing(self, key: str, what: str) -> InputError:
         """The error for a run that needs a table the hardware file does not list."""

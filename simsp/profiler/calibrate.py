@@ -154,11 +154,31 @@ def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict,
         if files:
             kept = _as_list(cal.get(key)) if req.append else []
             cal[key] = kept + [f for f in files if f not in kept]
+            if not req.append:
+                _measured_here(cal, data, key)
     cal.update(scalars)
     data["calibration"] = cal
     if req.name:
         data["name"] = req.name
     _write_yaml(base, out, data, req, placer)
+
+
+LINK_KEYS = {
+    "nvlink": (("measured_nvlink_gbps", "node", "nvlink_gbps"),),
+    "infiniband": (
+        ("measured_nic_gbps", "network", "nic_gbps"),
+        ("measured_nics_per_node", "network", "nics_per_node"),
+    ),
+}
+"""The link rates each list of logs was measured at, and the file's own key each defaults to."""
+
+
+def _measured_here(cal: dict, data: dict, key: str) -> None:
+    """Logs replaced by new ones were measured on the machine the file describes: a stated
+    measured link rate of the base file's old logs becomes the file's own rate."""
+    for measured, section, own in LINK_KEYS[key]:
+        if measured in cal:
+            cal[measured] = (data.get(section) or {}).get(own, cal[measured])
 
 
 def _check_inputs(req: Request) -> None:
@@ -360,7 +380,8 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         written = [k for k in kind.keys if k in data["calibration"]]
         firsts[written[0]] = (kind, path)
         measured_keys += tuple(written)
-    for key in PATH_KEYS + measured_keys:
+    links = tuple(m for keys in LINK_KEYS.values() for m, _, _ in keys if m in data["calibration"])
+    for key in PATH_KEYS + measured_keys + links:
         new = (
             [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
         )

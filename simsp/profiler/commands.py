@@ -343,7 +343,8 @@ def _runs(args) -> list:
     from simsp.arguments import load, overrides
     from simsp.config import load_workload
 
-    w = load(args)[0] if args.hardware else load_workload(args.workload, overrides(args))
+    given = args.hardware or args.hardware_set
+    w = load(args)[0] if given else load_workload(args.workload, overrides(args))
     return [w] + [load_workload(path) for path in args.add_workload]
 
 

@@ -23,16 +23,17 @@ def best(rows: list[dict], k: int) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     """Rows as a readable table."""
+    width = max([16, *(len(r["hardware"]) for r in rows)])
     head = (
-        f"{'hardware':16s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} {'b':>2s} "
-        f"{'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'bubble s':>8s} {'tokens/s':>9s} "
-        f"{'MFU':>6s} "
+        f"{'hardware':{width}s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} "
+        f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'bubble s':>8s} "
+        f"{'tokens/s':>9s} {'MFU':>6s} "
         f"{'peak GiB':>8s} {'fits':>4s} tier"
     )
     lines = [head]
     for r in rows:
         lines.append(
-            f"{r['hardware'][:16]:16s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
+            f"{r['hardware']:{width}s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
             f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
@@ -74,7 +75,7 @@ def cmd_sweep(args) -> None:
         raise InputError(
             "--executor", "executor", args.executor, "must be local or dask://HOST:PORT"
         )
-    spec = load_spec(args.spec)
+    spec = load_spec(args.spec, args.hardware_set)
     outcome = run_sweep(
         spec,
         args.out,
@@ -117,6 +118,7 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("spec", help="sweep spec YAML (see workloads/sweeps/)")
+    arguments.add_set_arg(p)
     p.add_argument(
         "--out", metavar="FILE.csv|FILE.parquet", help="rows, appended as they finish; resumed"
     )
@@ -162,9 +164,10 @@ def register(sub) -> None:
 
     c = sub.add_parser(
         "compare",
-        help="one workload on several machines",
+        help="one workload on several machines, or one machine under what-ifs",
         conflict_handler="resolve",
-        description="One workload on several hardware files: time, MFU, peak HBM, fits.",
+        description="One workload on several hardware files, each also under --what-if changes "
+        "of a hardware key: time, MFU, communication, peak HBM, fits.",
     )
     arguments.add_workload_args(c)
     c.add_argument(
@@ -172,5 +175,14 @@ def register(sub) -> None:
         nargs="+",
         metavar="HW.yaml",
         help="hardware YAMLs (default the DGX A100 80GB)",
+    )
+    c.add_argument(
+        "--what-if",
+        dest="what_if",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=V1,V2",
+        help="also run each machine with this numeric hardware key at each value, one row a "
+        "value, against the machine's own row (repeatable), e.g. network.nic_gbps=200,800",
     )
     c.set_defaults(func=cmd_compare)

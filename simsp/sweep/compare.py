@@ -1,22 +1,53 @@
-"""`simsp compare WORKLOAD --hardware A.yaml B.yaml`: one workload on several machines."""
+"""`simsp compare WORKLOAD --hardware A.yaml B.yaml`: one workload on several machines, and
+`--what-if SECTION.KEY=V1,V2`: each machine again with a hardware key changed, one row a value
+(`--what-if network.nic_gbps=200,800` prices the run on half and twice the NIC rate beside the
+file's own), with the communication times and the change against the machine's own row."""
 
 import json
 
+from simsp.errors import InputError
 from simsp.units import GIB
 
 from .execute import tokens_per_s
 
 
-def compare_table(results) -> str:
-    """One row per machine."""
+def what_if_sets(texts: list[str]) -> list[tuple[str, ...]]:
+    """`--what-if KEY=V1,V2` -> one `--set` list a value ([("KEY=V1",), ("KEY=V2",)])."""
+    variants = []
+    for text in texts:
+        key, sep, values = str(text).partition("=")
+        if not sep or not values.strip():
+            raise InputError(
+                "--what-if", key.strip() or "SECTION.KEY", values, "must be SECTION.KEY=V1,V2,..."
+            )
+        variants.extend((f"{key.strip()}={v.strip()}",) for v in values.split(","))
+    return variants
+
+
+def _comm(r) -> tuple[float, float, float]:
+    br = r.breakdown()
+    return br["tp_comm_s"], br["pp_comm_s"], br["dp_comm_s"]
+
+
+def compare_table(results, bases=None) -> str:
+    """One row per machine (and what-if); `bases[i]` is the row result i is measured against,
+    shown as the change of iteration time where given."""
+    width = max([24, *(len(r.hardware.label) for r in results)])
     lines = [
-        f"{'hardware':24s} {'time s':>9s} {'MFU':>6s} {'HFU':>6s} {'tokens/s':>10s} "
-        f"{'peak GiB':>9s} {'HBM GiB':>8s} fits"
+        f"{'hardware':{width}s} {'time s':>9s} {'vs base':>8s} {'MFU':>6s} {'tokens/s':>10s} "
+        f"{'TP s':>7s} {'PP s':>7s} {'DP s':>7s} {'peak GiB':>9s} {'HBM GiB':>8s} fits"
     ]
-    for r in results:
+    for i, r in enumerate(results):
+        base = bases[i] if bases else None
+        change = (
+            f"{r.iteration_time_s / base.iteration_time_s - 1:+8.1%}"
+            if base is not None and base is not r
+            else f"{'':8s}"
+        )
+        tp, pp, dp = _comm(r)
         lines.append(
-            f"{r.hardware.name[:24]:24s} {r.iteration_time_s:9.3f} {r.mfu():6.1%} {r.hfu():6.1%} "
-            f"{tokens_per_s(r):10,.0f} "
+            f"{r.hardware.label:{width}s} {r.iteration_time_s:9.3f} {change} {r.mfu():6.1%} "
+            f"{tokens_per_s(r):10,.0f} {tp:7.3f} {pp:7.3f} {dp:7.3f} "
             f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
             f"{'yes' if r.memory.fits else 'no'}"
         )
@@ -24,18 +55,27 @@ def compare_table(results) -> str:
 
 
 def cmd_compare(args) -> None:
-    """`simsp compare`: one workload on several machines."""
+    """`simsp compare`: one workload on several machines, each with its what-ifs."""
     from simsp.arguments import overrides
     from simsp.config import load_hardware, load_workload
     from simsp.report import describe, run
 
     w = load_workload(args.workload, overrides(args))
-    machines = [
-        load_hardware(p) for p in (args.hardware or [None])
-    ]  # every file checked before running
-    results = [run(w, hw) for hw in machines]
+    variants = [()] + what_if_sets(getattr(args, "what_if", None) or [])
+    sets = list(args.hardware_set)
+    machines = [  # every file and what-if checked before running
+        [load_hardware(p, sets + list(v)) for v in variants] for p in (args.hardware or [None])
+    ]
+    results, bases = [], []
+    for row in machines:
+        own = run(w, row[0])
+        results.append(own)
+        bases.append(own)
+        for hw in row[1:]:
+            results.append(run(w, hw))
+            bases.append(own)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
-        print(f"{w.name}: {describe(w, machines[0]).split(': ', 1)[1]}")
-        print(compare_table(results))
+        print(f"{w.name}: {describe(w, machines[0][0]).split(': ', 1)[1]}")
+        print(compare_table(results, bases if len(variants) > 1 else None))

@@ -129,8 +129,9 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
         )
 
 
-def load_spec(path) -> SweepSpec:
-    """Read and check a sweep spec; InputError names the file, key, value and rule."""
+def load_spec(path, sets=()) -> SweepSpec:
+    """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
+    (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
     from simsp.config import check_scalar, load_hardware, load_workload, read_yaml
 
     path = Path(path)
@@ -148,9 +149,10 @@ def load_spec(path) -> SweepSpec:
     if not hw_paths:
         raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
     hardware = tuple(
-        load_hardware(resolve(path, "hardware", p) if p is not None else None) for p in hw_paths
+        load_hardware(resolve(path, "hardware", p) if p is not None else None, sets)
+        for p in hw_paths
     )
-    names = [h.name for h in hardware]
+    names = [h.label for h in hardware]
     if len(set(names)) != len(names):
         raise InputError(
             path, "hardware", names, "two hardware files share a name; rows would collide"
@@ -212,7 +214,7 @@ class Counts:
 def config_key(w: Workload, hw: HardwareSpec) -> tuple[str, ...]:
     """KEY_COLUMNS values of a workload on a machine: its names, GPUs and every knob."""
     return (
-        (fmt(w.name), fmt(hw.name), fmt(w.parallel.gpus))
+        (fmt(w.name), fmt(hw.label), fmt(w.parallel.gpus))  # a --set run is another machine
         + _formatted(w.parallel)
         + _formatted(w.training)
         + _formatted(w.model)
