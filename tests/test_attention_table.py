@@ -1,5 +1,7 @@
 """FlashAttention throughput tables: reading, the lookup rule, and the cost they give an op."""
 
+from pathlib import Path
+
 import pytest
 
 from simsp.calibration import read_attention_table
@@ -107,3 +109,35 @@ def test_a_bad_row_is_one_error_naming_it(tmp_path):
     )
     with pytest.raises(InputError, match="direction"):
         read_attention_table(path)
+
+
+def test_the_named_kernel_sets_the_rate():
+    """calibration.attention_kernel: cudnn (TE's choice on Hopper) reads cuDNN's rows, not the
+    faster FA3 the fastest-kernel rule would take."""
+    import dataclasses
+
+    hw = load_hardware("hardware/dgx-h100.yaml")
+    assert hw.calibration.attention_kernel == "cudnn"
+    cudnn = ComputeModel(hw).attention_table
+    fastest = ComputeModel(
+        dataclasses.replace(
+            hw, calibration=dataclasses.replace(hw.calibration, attention_kernel="")
+        )
+    ).attention_table
+    assert {p.kernel for p in cudnn.points} == {"cudnn"}
+    # FA3 16k causal fwd 616, cuDNN 539 TFLOP/s (arXiv 2407.08608 FP16 fwd fig. (d))
+    assert cudnn.lookup_tflops(128, 16384, True, "fwd") == pytest.approx(539)
+    assert fastest.lookup_tflops(128, 16384, True, "fwd") == pytest.approx(616)
+
+
+def test_an_unknown_kernel_is_refused(tmp_path):
+    text = (
+        Path("hardware/dgx-h100.yaml")
+        .read_text()
+        .replace("attention_kernel: cudnn", "attention_kernel: fa9")
+    )
+    path = tmp_path / "h100.yaml"
+    path.write_text(text)
+    (tmp_path / "calibration").symlink_to(Path("hardware/calibration").resolve())
+    with pytest.raises(InputError, match="calibration.attention_kernel.*fa9.*cudnn"):
+        load_hardware(path)

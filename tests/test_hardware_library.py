@@ -79,9 +79,11 @@ DERIVED_ELSEWHERE = (
     "gemm_model_fp8.csv",
     "flash_attention.csv",
     "flash_attention_fp8.csv",
+    "simumax_b200_bf16_ceperm.json",
+    "SIMUMAX_LICENSE",
 )
 """Written by derive_gemm_tables.py, derive_gemm_model.py and derive_flash_attention.py, not
-derive_library.py."""
+derive_library.py; SimuMax's B200 file and licence are copies derive_gemm_tables.py reads."""
 
 
 def _positive(seconds: float) -> bool:

@@ -44,7 +44,7 @@ def copy_of(src: Path, tmp_path: Path, **changes) -> Path:
         data[section][key] = value
     cal = data["calibration"]
     for k, v in cal.items():
-        if k in ("gemm", "gemm_model", "flash_attention"):
+        if k in ("gemm", "gemm_model", "gemm_fp8", "gemm_model_fp8", "flash_attention"):
             cal[k] = str(src.parent / v)
         elif k in ("nvlink", "infiniband"):
             cal[k] = [str(src.parent / p) for p in v]

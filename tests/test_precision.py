@@ -131,20 +131,8 @@ def test_fp8_weight_copies_in_memory():
     assert extra - stage_memory(bf, 0).weights_and_optimizer_bytes == pytest.approx(copies)
 
 
-def _fp8_hardware(tmp_path, **gpu):
-    """dgx-h100 with FP8 peaks and, optionally, an FP8 GEMM table of one rate everywhere."""
-    text = (ROOT / "hardware" / "dgx-h100.yaml").read_text()
-    folder = tmp_path / "hw"
-    folder.mkdir()
-    (folder / "calibration").symlink_to(ROOT / "hardware" / "calibration")
-    lines = []
-    for line in text.splitlines():
-        lines.append(line)
-        if line.startswith("gpu:"):
-            lines += [f"  {k}: {v}" for k, v in gpu.items()]
-    path = folder / "h100.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def _h100():
+    return load_hardware(ROOT / "hardware" / "dgx-h100.yaml")
 
 
 def test_fp8_gemm_needs_fp8_tensor_cores():
@@ -153,8 +141,13 @@ def test_fp8_gemm_needs_fp8_tensor_cores():
         cm.gemm(L.Gemm(4096, 4096, 4096, dtype="fp8"))
 
 
-def test_fp8_roofline_at_the_fp8_rate(tmp_path):
-    hw = load_hardware(_fp8_hardware(tmp_path, peak_fp8_tflops=1979, gemm_max_fp8_tflops=1400))
+def test_fp8_roofline_at_the_fp8_rate():
+    hw = _h100()
+    hw = dataclasses.replace(
+        hw,
+        gpu=dataclasses.replace(hw.gpu, gemm_max_fp8_tflops=1400),
+        calibration=dataclasses.replace(hw.calibration, gemm_fp8="", gemm_model_fp8=""),
+    )
     cm = ComputeModel(hw)
     g = L.Gemm(16384, 16384, 16384, dtype="fp8")
     timed = cm.gemm(g)
@@ -163,8 +156,16 @@ def test_fp8_roofline_at_the_fp8_rate(tmp_path):
     assert timed.seconds == pytest.approx(g.flops / (1400e12 * eff))
 
 
-def test_fp8_run_reports_both_peaks(tmp_path):
-    hw = load_hardware(_fp8_hardware(tmp_path, peak_fp8_tflops=1979, gemm_max_fp8_tflops=1400))
+def test_fp8_gemms_read_the_fp8_tables():
+    """An FP8 GEMM's rate comes from the FP8 tables, above the BF16 rate of the same shape."""
+    cm = ComputeModel(_h100())
+    bf, f8 = cm.gemm(L.Gemm(8192, 8192, 8192)), cm.gemm(L.Gemm(8192, 8192, 8192, dtype="fp8"))
+    assert f8.source in ("table", "model") and f8.seconds < bf.seconds
+    assert cm.tables["fp8"].tflops(L.Gemm(8192, 8192, 8192, dtype="fp8"), "TN")[0] <= 1402.6
+
+
+def test_fp8_run_reports_both_peaks():
+    hw = _h100()
     bf, f8 = run(_workload("bf16"), hw), run(_workload(), hw)
     d = f8.to_dict()
     assert d["precision"] == "fp8" and d["fp8_recipe"] == "delayed"

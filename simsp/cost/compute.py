@@ -12,8 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from simsp.calibration import GemmTable, read_attention_table, read_gemm_table
-from simsp.calibration.attention import AttentionTable
-from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR
+from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR, AttentionTable
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
 from simsp.layer import Attention, Gemm
