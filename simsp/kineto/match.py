@@ -177,9 +177,9 @@ def _pick(cands: list, backward: bool):
 
 
 def _split_group(gemms: list[tuple[int, Gemm]], i: int, expected: dict):
-    """(length, whole GEMM) when gemms[i:i+n] (n = 4, 3, 2) sum to a workload GEMM along one
+    """(length, whole GEMM) when gemms[i:i+n] (n = 3, 2, 4) sum to a workload GEMM along one
     dimension with the other two equal; None otherwise."""
-    for n in (4, 3, 2):
+    for n in (3, 2, 4):  # a fused QKV split in three is the common case
         run = [g for _, g in gemms[i : i + n]]
         if len(run) < n or len({g.batch for g in run}) != 1:
             continue
