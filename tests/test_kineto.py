@@ -119,6 +119,26 @@ def test_real_trace_tables_drive_the_forward_gemms(bert_hw):
     assert summary["gemm_shapes"] == 5 and summary["attention_rows"] == 1
 
 
+def test_nccl_kernels_become_nccl_tests_logs(tmp_path):
+    """HTA's A100 DDP trace: its all-reduces, sized by record_param_comms, as an nccl-tests log
+    the cost model reads back."""
+    from simsp.calibration import read_nccl_log, write_nccl_log
+    from simsp.kineto.tables import collective_tables
+
+    p = read_profile(DATA / "hta-a100-ddp-nccl.json.gz")
+    assert p.device == "NVIDIA A100-PG509-200"
+    mt = match_profile(p, load_workload(TINY))
+    comms = [m for m in mt.matches if m.kind == "comm"]
+    assert comms and all(m.kernel.comm is not None for m in comms if m.op == "all_reduce")
+    (table,) = collective_tables(mt)
+    assert (table.op, table.ranks) == ("all_reduce", 2)
+    assert table.sizes_bytes[0] == 2049000 * 4  # 'In msg nelems' x float
+    write_nccl_log(table, tmp_path / "all_reduce_2.log", device=p.device)
+    back = read_nccl_log(tmp_path / "all_reduce_2.log")
+    assert back.sizes_bytes == table.sizes_bytes
+    assert back.times_s == pytest.approx(table.times_s, rel=1e-3)
+
+
 def test_malformed_trace_is_one_line_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2")

@@ -29,22 +29,11 @@ NS_ROUNDING_ENV = "HTA_DISABLE_NS_ROUNDING"
 BACKWARD_MARKERS = ("autograd::engine::evaluate_function", "Backward")
 """An op enclosed by one whose name holds one of these runs in backward."""
 DTYPE_BYTES = {
-    "float": 4,
-    "float32": 4,
-    "c10::Half": 2,
-    "half": 2,
-    "float16": 2,
-    "c10::BFloat16": 2,
-    "bfloat16": 2,
-    "double": 8,
-    "int": 4,
-    "long int": 8,
-    "int64": 8,
-    "signed char": 1,
-    "unsigned char": 1,
-    "int8": 1,
-    "uint8": 1,
-    "c10::Float8_e4m3fn": 1,
+    **dict.fromkeys(("float", "float32", "int", "int32", "uint32"), 4),
+    **dict.fromkeys(("half", "float16", "bfloat16", "c10::half", "c10::bfloat16", "short"), 2),
+    **dict.fromkeys(("double", "float64", "long", "long int", "int64"), 8),
+    **dict.fromkeys(("byte", "char", "signed char", "unsigned char", "int8", "uint8"), 1),
+    **dict.fromkeys(("c10::float8_e4m3fn", "float8_e4m3fn", "c10::float8_e5m2"), 1),
 }
 """Bytes of an element of a collective's `dtype` as Kineto names it."""
 
@@ -209,8 +198,10 @@ def _nest(events) -> dict[int, _Node]:
 
 def _device(meta: dict, cpu: bool) -> str:
     props = meta.get("deviceProperties") or []
-    if cpu or not props:
+    if cpu:
         return "CPU"
+    if not props:
+        return "GPU (unnamed in the trace)"
     return str(props[0].get("name", "GPU"))
 
 
@@ -269,7 +260,7 @@ def _comm(row) -> Comm | None:
     name = row.get("collective_name", "")
     if not isinstance(name, str) or not name:
         return None
-    size = DTYPE_BYTES.get(str(row.get("msg_dtype", "")), 0)
+    size = DTYPE_BYTES.get(str(row.get("msg_dtype", "")).lower(), 0)
     return Comm(
         name,
         float(row.get("in_msg_nelems", 0) or 0) * size,
