@@ -179,6 +179,9 @@ def parser() -> Parser:
     from simsp.sweep import register as register_sweep
 
     register_sweep(sub)
+    from simsp.kineto.commands import register as register_overlay
+
+    register_overlay(sub)
     p = sub.add_parser(
         "reproduce",
         help="the paper's tables and figures beside simsp's",

@@ -10,6 +10,7 @@ ALLOWED = {
     "plotly": {"timeline"},
     "yaml": {"config.py"},
     "torch": {"profiler"},
+    "hta": {"kineto"},
 }
 
 

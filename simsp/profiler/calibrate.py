@@ -92,6 +92,10 @@ class Request:
     attention: str | None = None
     """A FlashAttention throughput CSV (`simsp profile attention`) ->
     `calibration.flash_attention`."""
+    memory_bound: tuple[tuple[str, object], ...] = ()
+    """`memory_bound:` keys to set, with their values (`simsp calibrate --trace`)."""
+    notes: tuple[str, ...] = ()
+    """Provenance lines for the new file's header (what a trace matched and did not)."""
 
     def measured(self) -> list[tuple[Measured, str]]:
         """The measured-lines files asked for, with what each holds."""
@@ -158,6 +162,8 @@ def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict,
                 _measured_here(cal, data, key)
     cal.update(scalars)
     data["calibration"] = cal
+    if req.memory_bound:
+        data["memory_bound"] = {**dict(data.get("memory_bound") or {}), **dict(req.memory_bound)}
     if req.name:
         data["name"] = req.name
     _write_yaml(base, out, data, req, placer)
@@ -305,6 +311,7 @@ def _write_yaml(base: Path, out: Path, data: dict, req: Request, placer) -> None
     header = [
         f"# Written by `simsp calibrate` on {today()} from {base}; calibration section updated.",
         f"# command: {req.command}" if req.command else "",
+        *(f"# {line}" for line in req.notes),
     ]
     header = "\n".join(h for h in header if h) + "\n"
     edited = _edit_calibration(read_text(base), data, req)
@@ -359,6 +366,8 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         if i is None:
             return None
         lines[i] = _dump_key("", "name", data["name"])
+    if req.memory_bound and not _edit_section(lines, "memory_bound", data["memory_bound"], req):
+        return None
     start = _find(lines, 0, len(lines), "", "calibration")
     if start is None:
         lines += ["calibration:"]
@@ -398,6 +407,36 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         lines[i:j] = new
         end -= j - i - len(new)
     return "\n".join(lines) + "\n"
+
+
+def _edit_section(lines: list[str], section: str, values: dict, req: Request) -> bool:
+    """Replace (or add) the keys of req.memory_bound under `section:` in place; False where the
+    section is not in block style."""
+    start = _find(lines, 0, len(lines), "", section)
+    if start is None or lines[start].split("#")[0].strip() != f"{section}:":
+        return False
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " #"):
+        end += 1
+    body = [ln for ln in lines[start + 1 : end] if ln.strip() and not ln.lstrip().startswith("#")]
+    indent = " " * (len(body[0]) - len(body[0].lstrip())) if body else "  "
+    for key, _ in req.memory_bound:
+        new = [_dump_key(indent, key, values[key])]
+        i = _find(lines, start + 1, end, indent, key)
+        if i is None:
+            lines[end:end] = new
+            end += 1
+            continue
+        j = _extent(lines, i, end, indent)
+        top = i  # the comments above say where the old value came from: they go with it
+        while top > start + 1 and lines[top - 1].strip().startswith("#"):
+            top -= 1
+        new = ([f"{indent}# {req.notes[0]}"] if req.notes else []) + [
+            _dump_key(indent, key, values[key])
+        ]
+        lines[top:j] = new
+        end -= j - top - len(new)
+    return True
 
 
 def _drop_source(lines, start: int, end: int, indent: str, key: str, source: str) -> int:

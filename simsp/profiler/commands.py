@@ -142,7 +142,16 @@ def register(sub) -> None:
     a.set_defaults(func=cmd_profile_optimizer, _parser=a)
 
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
-    k.add_argument("--hardware", required=True, help="base hardware YAML")
+    k.add_argument(
+        "--hardware",
+        help="base hardware YAML (required, except with --trace: the trace's GPU's library file)",
+    )
+    k.add_argument(
+        "--trace",
+        metavar="TRACE.json[.gz]",
+        help="a Kineto (torch.profiler) trace of a real iteration of --workload: its tables",
+    )
+    k.add_argument("--json", action="store_true", help="with --trace: print a JSON summary")
     k.add_argument("--gemm", help="GEMM table CSV (simsp profile gemm)")
     k.add_argument(
         "--gemm-model",
@@ -418,6 +427,12 @@ def cmd_calibrate(args) -> None:
     from simsp.config import load_hardware, load_workload
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 
+    if args.trace:
+        from simsp.kineto.commands import cmd_calibrate_trace
+
+        return cmd_calibrate_trace(args, command_line(args))
+    if not args.hardware:
+        raise InputError("--hardware", "--hardware", None, "required (the base hardware YAML)")
     req = Request(
         args.hardware,
         args.out,
