@@ -69,7 +69,7 @@ class CalibrationSpec:
     """Measured FlashAttention throughput (CSV: gpu, kernel, head_dim, seq_len, causal, direction,
     tflops, source; FLOPs counted as the flash-attention benchmarks count them); empty means
     FlashAttention is costed as its two batched GEMMs from the GEMM tables."""
-    attention_kernel: str = ""
+    attention_kernel: str = field(default="", metadata={"path": False})
     """The fused-attention kernel the framework runs, a `kernel` of the flash_attention table
     (fa2, fa3, cudnn, ...); empty means the fastest measured at each point. Transformer Engine
     runs BF16 attention on cuDNN's FusedAttention on Hopper and later when both are available

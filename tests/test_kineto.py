@@ -104,16 +104,17 @@ def test_calibrate_trace_json_contract(tmp_path, capsys):
 
 
 def test_real_trace_tables_drive_the_forward_gemms(bert_hw):
-    """Every forward GEMM and data gradient of the traced model comes from the trace's table.
-    The weight gradients (reduction over the 141 tokens) are not in a forward-only trace nor
-    covered by the base H100 table: they are the listed gap, counted here so it cannot grow."""
+    """Every forward GEMM and data gradient of the traced model comes from the trace's table, and
+    no GEMM of the workload falls back to the roofline: the weight gradients (a reduction over
+    the 141 tokens), which a forward-only trace lacks, come from the base H100 file's model."""
     out, summary = bert_hw
     r = run(load_workload(BERT), load_hardware(out))
     lt = r.plan.layer
     gemms = [e for e in lt.entries if e.kind == "gemm"]
     assert all(e.source == "table" for e in gemms if e.phase == "forward")
     assert all(e.source == "table" for e in gemms if "dgrad" in e.op)
-    assert [e.op for e in gemms if e.source == "roofline"] == ["h->4h wgrad", "qkv wgrad"]
+    assert [e.op for e in gemms if e.source == "roofline"] == []
+    assert {e.source for e in gemms if "wgrad" in e.op} <= {"table", "model"}
     flash = [e for e in lt.entries if e.kind == "flash_attention"]
     assert [e.source for e in flash] == ["flash table", "flash table"]
     assert summary["gemm_shapes"] == 5 and summary["attention_rows"] == 1

@@ -56,10 +56,11 @@ def _attention_rows(files: dict, base_hw, folder: Path) -> None:
     have = {(p.direction, p.causal) for p in mine}
     if not base_hw.calibration.flash_attention:
         return
+    kernel = base_hw.calibration.attention_kernel  # the base's framework kernel, if named
     extra = [
         p
         for p in read_attention_table(base_hw.calibration.flash_attention).points
-        if (p.direction, p.causal) not in have
+        if (p.direction, p.causal) not in have and p.kernel in (kernel or p.kernel,)
     ]
     if extra:
         write_attention_table(

@@ -34,7 +34,7 @@ def _path_keys() -> tuple[str, ...]:
     return tuple(
         f.name
         for f in dataclasses.fields(CalibrationSpec)
-        if hints[f.name] in (str, tuple[str, ...])
+        if hints[f.name] in (str, tuple[str, ...]) and f.metadata.get("path", True)
     )
 
 
@@ -153,6 +153,8 @@ def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict,
         cal["gemm_model"] = placer.place(req.gemm_model, "")
     if req.attention:
         cal["flash_attention"] = placer.place(req.attention, "")
+        # the new table's rows are what this machine's framework ran: no kernel to pick
+        cal.pop("attention_kernel", None)
     for key in ("nvlink", "infiniband"):
         files = [placer.place(f, key) for f in getattr(req, key)]
         if files:
@@ -390,7 +392,7 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         firsts[written[0]] = (kind, path)
         measured_keys += tuple(written)
     links = tuple(m for keys in LINK_KEYS.values() for m, _, _ in keys if m in data["calibration"])
-    for key in PATH_KEYS + measured_keys + links:
+    for key in PATH_KEYS + ("attention_kernel",) + measured_keys + links:
         new = (
             [_dump_key(indent, key, data["calibration"][key])] if key in data["calibration"] else []
         )

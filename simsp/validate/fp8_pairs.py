@@ -1,0 +1,184 @@
+"""NVIDIA's paired BF16 / FP8 runs: the measured FP8 speedup beside simsp's.
+
+`data/fp8_pairs.yaml` holds runs NVIDIA published twice, the same model, GPUs, parallel layout
+and batch in BF16 and in FP8 (NVIDIA/dgxc-benchmarking READMEs, NeMo 24.09 to 25.04.01 on DGX
+H100 and GB200; each entry names its repository, path, commit and table). Each pair becomes two
+cases of the `fp8-pairs` set, its BF16 and FP8 iterations against their measured step times;
+the set's summary adds the speedup, t(BF16) / t(FP8), measured and simulated, and the error of
+the ratio, which cancels what both precisions share (pipeline, communication, host).
+
+What the READMEs leave unstated comes from the NeMo 1.0 launcher configs of the same tags, as
+the compiler of the file read them (its `notes`): sequence parallelism, the distributed optimizer
+with overlapped gradient reduce and parameter gather, TP communication overlap, no activation
+recompute, FP8 by delayed scaling with `fp8_hybrid` (E4M3 forward, E5M2 backward). Not exact
+pairs (different layouts), MaxText runs (JAX, not Transformer Engine) and MoE models are skipped
+with the reason.
+"""
+
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.validate.data import DATA_DIR
+from simsp.workload import Workload, validate
+
+PAIRS_SET = "fp8-pairs"
+PAIRS_FILE = "fp8_pairs.yaml"
+HARDWARE = {"H100-SXM-80GB": "hardware/dgx-h100.yaml", "GB200": "hardware/gb200-nvl72.yaml"}
+ARCH = {
+    # name prefix: (mlp, norm, position, bias, tied embeddings), as NeMo's configs build them
+    "Llama": ("swiglu", "rmsnorm", "rope", False, False),
+    "GPT-3": ("gelu", "layernorm", "learned", True, True),
+    "Nemotron": ("squared_relu", "layernorm", "rope", False, False),
+}
+RECIPE_NOTE = (
+    "dgxc-benchmarking NeMo 1.0 launcher configs (file notes): SP where tp > 1, distributed "
+    "optimizer with overlapped grad reduce and param gather, TP comm overlap, no recompute, "
+    "FP8 delayed scaling (fp8_hybrid)"
+)
+
+
+def read_pairs(data_dir=None) -> list[dict]:
+    """The pairs file's entries, in file order."""
+    from simsp.config import read_yaml
+
+    return read_yaml(Path(data_dir or DATA_DIR) / PAIRS_FILE)
+
+
+def _skip_reason(p: dict) -> str:
+    if not p.get("exact_pair", False):
+        return "not an exact pair (the two precisions ran different layouts)"
+    if p["framework"].startswith("MaxText"):
+        return "MaxText on JAX, not Megatron with Transformer Engine"
+    if p["hardware"]["gpu"] not in HARDWARE:
+        return f"no hardware file for {p['hardware']['gpu']}"
+    if not any(p["model"]["name"].startswith(k) for k in ARCH):
+        return f"{p['model']['name']}: not a dense model simsp expresses"
+    return ""
+
+
+def _model(m: dict) -> ModelSpec:
+    mlp, norm, position, bias, tied = next(v for k, v in ARCH.items() if m["name"].startswith(k))
+    return ModelSpec(
+        layers=m["layers"],
+        hidden=m["hidden"],
+        heads=m["heads"],
+        kv_heads=m["kv_heads"],
+        ffn_hidden=m["ffn"],
+        vocab=m["vocab"],
+        seq_len=m["seq"],
+        mlp=mlp,
+        norm=norm,
+        position=position,
+        bias=bias,
+        dropout=0.0,
+        attention="flash",
+        tied_embeddings=tied,
+    )
+
+
+def _parallel(par: dict, layers: int) -> ParallelSpec:
+    tp, pp, cp = par["tp"], par["pp"], par.get("cp") or 1
+    vp = par.get("vp") or 1
+    split = pp > 1 and layers % (pp * vp) != 0  # 126-layer 405B: embedding and loss count
+    return ParallelSpec(
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        dp=par["dp"],
+        sequence_parallel=tp > 1,
+        tp_comm_overlap=tp > 1,
+        recompute="none",
+        schedule="interleaved" if vp > 1 else "1f1b",
+        virtual_stages=vp,
+        distributed_optimizer=True,
+        overlap_grad_reduce=True,
+        overlap_param_gather=True,
+        grad_reduce_in_fp32=False,
+        account_for_embedding_in_pipeline_split=split,
+        account_for_loss_in_pipeline_split=split,
+    )
+
+
+def measured_step_s(run: dict, tokens_per_step: int, gpus: int) -> float:
+    """The printed step time, or tokens per step over the whole job's printed tokens/s."""
+    printed = run.get("printed", {})
+    step = printed.get("step_time_s")
+    if isinstance(step, int | float):
+        return float(step)
+    total = printed.get("tokens_per_s_total") or run["tokens_per_s_per_gpu"] * gpus
+    return tokens_per_step / total
+
+
+def pair_cases(data_dir=None):
+    """(Cases, Skipped) of the fp8-pairs set: two cases a pair, named `<id> bf16` / `<id> fp8`."""
+    from simsp.validate.cases import Case, Skipped, project_path
+    from simsp.validate.published import training_spec
+
+    cases, skipped = [], []
+    for p in read_pairs(data_dir):
+        reason = _skip_reason(p)
+        if reason:
+            skipped.append(Skipped(PAIRS_SET, p["id"], reason))
+            continue
+        m, par, gpus = p["model"], p["parallel"], p["hardware"]["gpus"]
+        parallel = _parallel(par, m["layers"])
+        source = p["source"]
+        for precision in ("bf16", "fp8"):
+            name = f"{p['id']} {precision}"
+            try:
+                w = validate(
+                    Workload(
+                        name,
+                        _model(m),
+                        training_spec(
+                            par["global_batch"], par["micro_batch"], precision, "delayed"
+                        ),
+                        parallel,
+                    ),
+                    name,
+                )
+            except InputError as e:
+                skipped.append(Skipped(PAIRS_SET, name, f"not a valid simsp workload: {e}"))
+                break
+            cases.append(
+                Case(
+                    PAIRS_SET,
+                    name,
+                    measured_step_s(p[precision], par["global_batch"] * m["seq"], gpus),
+                    w,
+                    str(project_path(HARDWARE[p["hardware"]["gpu"]])),
+                    description=(
+                        f"{m['name']} {precision} {gpus}x {p['hardware']['gpu']} tp{parallel.tp} "
+                        f"pp{parallel.pp} cp{parallel.cp} dp{parallel.dp} "
+                        f"vp{parallel.virtual_stages} B{par['global_batch']} ({p['framework']})"
+                    ),
+                    notes=f"{RECIPE_NOTE}; {source['repo']} {source['path']} @{source['commit']}",
+                )
+            )
+    return cases, skipped
+
+
+def speedups(results) -> list[dict]:
+    """One row per pair with both cases present: measured and simulated t(BF16) / t(FP8) and
+    the ratio's signed error (simulated / measured - 1)."""
+    by_name = {r.case.name: r for r in results if r.case.set == PAIRS_SET}
+    rows = []
+    for name, bf in by_name.items():
+        if not name.endswith(" bf16") or name[:-5] + " fp8" not in by_name:
+            continue
+        f8 = by_name[name[:-5] + " fp8"]
+        measured = bf.case.measured_s / f8.case.measured_s
+        simulated = bf.predicted_s / f8.predicted_s
+        rows.append(
+            {
+                "pair": name[:-5],
+                "measured_speedup": measured,
+                "simsp_speedup": simulated,
+                "error": simulated / measured - 1,
+                "bf16_error": bf.error,
+                "fp8_error": f8.error,
+            }
+        )
+    return rows
