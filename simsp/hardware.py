@@ -95,6 +95,16 @@ class CalibrationSpec:
     collective_sm_share: float = 0.0
     """Share of the GPU's SMs an NCCL kernel holds while it runs; compute overlapped with a
     collective runs at (1 - share) of its speed for as long as the collective lasts."""
+    collective_latency_us: float = 0.0
+    """Fixed time each collective and pipeline send costs beyond its nccl-tests table (framework
+    call, stream waits), microseconds; 0 unless fitted to a cluster's runs (`simsp calibrate
+    --runs`)."""
+    gemm_table_fraction: float = 1.0
+    """Achieved fraction of the GEMM tables' rates on this cluster; 1 unless fitted to its runs
+    (`simsp calibrate --runs`)."""
+    fitted: bool = False
+    """True when values here were fitted to measured iteration times (`simsp calibrate
+    --runs`): a user's file, which `simsp validate` refuses to read."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +139,8 @@ CEILINGS = {
     "calibration.host_backward_us": 1e7,
     "calibration.host_recompute_full_us": 1e7,
     "calibration.host_recompute_selective_us": 1e7,
+    "calibration.collective_latency_us": 1e6,
+    "calibration.gemm_table_fraction": 2.0,
 }
 """Sanity ceilings, about a hundred times past any machine built: a value above one is a typo
 (a unit slip, a pasted count) whose answer would look like a prediction."""

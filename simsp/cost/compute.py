@@ -78,6 +78,7 @@ class ComputeModel:
         best = max((p.tflops for p in self.measured.points), default=0.0) if self.measured else 0.0
         self.ceiling_tflops = max(hw.gpu.gemm_max_tflops, best)
         self.launch_s = hw.calibration.kernel_launch_us * US
+        self.table_fraction = cal.gemm_table_fraction  # 1 unless fitted to a cluster's runs
         self.attention_table = (
             read_attention_table(cal.flash_attention) if cal.flash_attention else None
         )
@@ -96,7 +97,7 @@ class ComputeModel:
         the nearby measured points; else the measurements alone; else the model alone; never
         above the ceiling."""
         rate, source = self._uncapped_tflops(g, layout)
-        return (min(rate, self.ceiling_tflops) if rate else rate), source
+        return (min(rate * self.table_fraction, self.ceiling_tflops) if rate else rate), source
 
     def _uncapped_tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         shape = (g.m, g.n, g.k, g.batch, layout)
