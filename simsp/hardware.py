@@ -112,6 +112,16 @@ class CalibrationSpec:
     measured_nics_per_node: int = 0
     """NICs a node of the `infiniband` measurement had; 0 means this file's
     network.nics_per_node."""
+    collective_latency_us: float = 0.0
+    """Fixed time each collective and pipeline send costs beyond its nccl-tests table (framework
+    call, stream waits), microseconds; 0 unless fitted to a cluster's runs (`simsp calibrate
+    --runs`)."""
+    gemm_table_fraction: float = 1.0
+    """Achieved fraction of the GEMM tables' rates on this cluster; 1 unless fitted to its runs
+    (`simsp calibrate --runs`)."""
+    fitted: bool = False
+    """True when values here were fitted to measured iteration times (`simsp calibrate
+    --runs`): a user's file, which `simsp validate` refuses to read."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,8 @@ CEILINGS = {
     "calibration.host_backward_us": 1e7,
     "calibration.host_recompute_full_us": 1e7,
     "calibration.host_recompute_selective_us": 1e7,
+    "calibration.collective_latency_us": 1e6,
+    "calibration.gemm_table_fraction": 2.0,
 }
 """Sanity ceilings, about a hundred times past any machine built: a value above one is a typo
 (a unit slip, a pasted count) whose answer would look like a prediction."""

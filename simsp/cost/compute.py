@@ -77,14 +77,19 @@ class GemmTables:
     model: GemmTable | None
     ceiling_tflops: float
     residual: GemmTable | None
+    fraction: float = 1.0
+    """Achieved fraction of the tables' rates (calibration.gemm_table_fraction: 1 unless fitted
+    to a cluster's runs)."""
 
     @classmethod
-    def read(cls, measured_path: str, model_path: str, mamf_tflops: float) -> "GemmTables":
+    def read(
+        cls, measured_path: str, model_path: str, mamf_tflops: float, fraction: float = 1.0
+    ) -> "GemmTables":
         measured = read_gemm_table(measured_path) if measured_path else None
         model = read_gemm_table(model_path) if model_path else None
         best = max((p.tflops for p in measured.points), default=0.0) if measured else 0.0
         residual = _residuals(measured, model) if measured and model else None
-        return cls(measured, model, max(mamf_tflops, best), residual)
+        return cls(measured, model, max(mamf_tflops, best), residual, fraction)
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
@@ -92,7 +97,7 @@ class GemmTables:
         the nearby measured points; else the measurements alone; else the model alone; never
         above the ceiling."""
         rate, source = self._uncapped_tflops(g, layout)
-        return (min(rate, self.ceiling_tflops) if rate else rate), source
+        return (min(rate * self.fraction, self.ceiling_tflops) if rate else rate), source
 
     def _uncapped_tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         shape = (g.m, g.n, g.k, g.batch, layout)
@@ -124,8 +129,12 @@ class ComputeModel:
         self.hw = hw
         cal, gpu = hw.calibration, hw.gpu
         self.tables = {
-            "bf16": GemmTables.read(cal.gemm, cal.gemm_model, gpu.gemm_max_tflops),
-            "fp8": GemmTables.read(cal.gemm_fp8, cal.gemm_model_fp8, gpu.gemm_max_fp8_tflops),
+            "bf16": GemmTables.read(
+                cal.gemm, cal.gemm_model, gpu.gemm_max_tflops, cal.gemm_table_fraction
+            ),
+            "fp8": GemmTables.read(
+                cal.gemm_fp8, cal.gemm_model_fp8, gpu.gemm_max_fp8_tflops, cal.gemm_table_fraction
+            ),
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
         self.launch_s = hw.calibration.kernel_launch_us * US

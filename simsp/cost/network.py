@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
 from simsp.errors import InputError
 from simsp.hardware import HardwareSpec
+from simsp.units import US
 
 AR, AG, RS, P2P, A2A = "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"
 
@@ -143,6 +144,7 @@ class NetworkModel:
         self.gpus_per_node = hw.node.gpus
         self.nvlink = _index(hw.calibration.nvlink, nvlink_slowdown(hw))
         self.ib = _index(hw.calibration.infiniband, nic_slowdown(hw))
+        self.latency_s = hw.calibration.collective_latency_us * US  # 0 unless fitted to runs
 
     def _missing(self, key: str, what: str) -> InputError:
         """The error for a run that needs a table the hardware file does not list."""
@@ -197,9 +199,14 @@ class NetworkModel:
 
     def collective_s(self, op: str, nbytes: float, ranks: int, ranks_per_node: int) -> float:
         """Any group: NVLink inside a node; across nodes the measured multi-node table where the
-        group holds whole nodes, else hierarchical."""
+        group holds whole nodes, else hierarchical; each call adds the calibration's
+        collective_latency_us."""
         if ranks <= 1 or nbytes <= 0:
             return 0.0
+        return self.latency_s + self._tables_s(op, nbytes, ranks, ranks_per_node)
+
+    def _tables_s(self, op: str, nbytes: float, ranks: int, ranks_per_node: int) -> float:
+        """collective_s from the measured tables alone."""
         if op == A2A and not any(key[0] == A2A for key in self.nvlink):
             op = AG
         g = min(ranks_per_node, ranks)
@@ -224,5 +231,5 @@ class NetworkModel:
         if nbytes <= 0:
             return 0.0
         if same_node:
-            return self.intra_s(P2P, nbytes, 2)
-        return nbytes / (self.nic_busbw_gbps(nbytes, 2) * 1e9)
+            return self.latency_s + self.intra_s(P2P, nbytes, 2)
+        return self.latency_s + nbytes / (self.nic_busbw_gbps(nbytes, 2) * 1e9)

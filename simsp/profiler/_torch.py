@@ -1,6 +1,7 @@
 """torch, imported lazily, and the small things every measurement shares: provenance, progress."""
 
 import datetime
+import os
 import platform
 import sys
 import time
@@ -93,8 +94,15 @@ def fastest_s(torch, device: str, fn, repeats: int, warmup: int, rounds: int = 7
 
 
 def today() -> str:
-    """UTC timestamp for provenance lines."""
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    """UTC timestamp for provenance lines; SOURCE_DATE_EPOCH (reproducible-builds.org), where
+    set, fixes it, so that a rerun writes the same bytes."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    now = (
+        datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
+        if epoch.isdigit()
+        else datetime.datetime.now(datetime.timezone.utc)
+    )
+    return now.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class Progress:

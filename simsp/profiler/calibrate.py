@@ -69,6 +69,20 @@ NONE = "none"
 """`--gemm-model none` drops the base file's modeled GEMM table."""
 
 
+FITTED_SOURCE = "# FITTED by"
+"""How the comment block above fitted values starts."""
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """Calibration values fitted to a user's measured runs (`simsp calibrate --runs`), written
+    together at the end of the calibration section under the comment lines that say so."""
+
+    values: tuple[tuple[str, float | bool], ...]
+    comments: tuple[str, ...]
+    """Without the leading `# `."""
+
+
 @dataclass(frozen=True)
 class Request:
     """What `simsp calibrate` was asked to do."""
@@ -96,6 +110,8 @@ class Request:
     """`memory_bound:` keys to set, with their values (`simsp calibrate --trace`)."""
     notes: tuple[str, ...] = ()
     """Provenance lines for the new file's header (what a trace matched and did not)."""
+    fitted: "Fitted | None" = None
+    """Values fitted to measured runs (`simsp calibrate --runs`)."""
 
     def measured(self) -> list[tuple[Measured, str]]:
         """The measured-lines files asked for, with what each holds."""
@@ -163,6 +179,8 @@ def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict,
             if not req.append:
                 _measured_here(cal, data, key)
     cal.update(scalars)
+    if req.fitted:
+        cal.update(req.fitted.values)
     data["calibration"] = cal
     if req.memory_bound:
         data["memory_bound"] = {**dict(data.get("memory_bound") or {}), **dict(req.memory_bound)}
@@ -408,6 +426,8 @@ def _edit_calibration(text: str, data: dict, req: Request) -> str | None:
         j = _extent(lines, i, end, indent)
         lines[i:j] = new
         end -= j - i - len(new)
+    if req.fitted:
+        _write_fitted(lines, start, end, indent, data["calibration"], req.fitted)
     return "\n".join(lines) + "\n"
 
 
@@ -439,6 +459,24 @@ def _edit_section(lines: list[str], section: str, values: dict, req: Request) ->
         lines[top:j] = new
         end -= j - top - len(new)
     return True
+
+
+def _write_fitted(lines, start: int, end: int, indent: str, cal: dict, fitted: Fitted) -> None:
+    """The fitted keys' old lines out (with a profiler's provenance above them: the values no
+    longer are what it measured), then the fitted block at the section's end."""
+    for key, _ in fitted.values:
+        source = FITTED_SOURCE if key == "fitted" else HOST.source  # a refit drops the old block
+        end = _drop_source(lines, start, end, indent, key, source)
+        i = _find(lines, start + 1, end, indent, key)
+        if i is not None:
+            j = _extent(lines, i, end, indent)
+            del lines[i:j]
+            end -= j - i
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # before the blank lines and top-level comments that lead to the next section
+    lines[end:end] = [f"{indent}# {c}" for c in fitted.comments] + [
+        _dump_key(indent, key, cal[key]) for key, _ in fitted.values
+    ]
 
 
 def _drop_source(lines, start: int, end: int, indent: str, key: str, source: str) -> int:

@@ -151,7 +151,9 @@ def register(sub) -> None:
         metavar="TRACE.json[.gz]",
         help="a Kineto (torch.profiler) trace of a real iteration of --workload: its tables",
     )
-    k.add_argument("--json", action="store_true", help="with --trace: print a JSON summary")
+    k.add_argument(
+        "--json", action="store_true", help="with --trace or --runs: print one JSON object"
+    )
     k.add_argument("--gemm", help="GEMM table CSV (simsp profile gemm)")
     k.add_argument(
         "--gemm-model",
@@ -191,6 +193,19 @@ def register(sub) -> None:
     k.add_argument("--name", help="the new file's `name:` (default: the base file's)")
     k.add_argument("--out", required=True, help="new hardware YAML to write")
     k.add_argument("--workload", help="workload YAML: show how the change moves its prediction")
+    k.add_argument(
+        "--runs",
+        metavar="RUNS.csv",
+        help="fit host time, collective latency and GEMM fraction to measured iteration times "
+        "(schema: simsp/calibration/runs.py)",
+    )
+    k.add_argument("--folds", type=int, default=5, help="cross-validation folds for --runs (5)")
+    k.add_argument(
+        "--fit",
+        metavar="NAMES",
+        help="comma-separated parameters for --runs (default: all of host_forward_us, "
+        "collective_latency_us, gemm_table_fraction)",
+    )
     k.set_defaults(func=cmd_calibrate, _parser=k)
 
 
@@ -427,6 +442,10 @@ def cmd_calibrate(args) -> None:
     from simsp.config import load_hardware, load_workload
     from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
 
+    if args.runs:
+        from simsp.profiler.calibrate_runs import calibrate_runs
+
+        return calibrate_runs(args, command_line(args))
     if args.trace:
         from simsp.kineto.commands import cmd_calibrate_trace
 

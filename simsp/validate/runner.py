@@ -14,10 +14,19 @@ _HARDWARE: dict = {}
 
 
 def _hardware(path: str):
+    """A validation set's hardware file, refused if it holds values fitted to measured runs
+    (`simsp calibrate --runs` marks those `calibration.fitted: true`): validation measures the
+    measured calibration, never one tuned to iteration times."""
     if path not in _HARDWARE:
         from simsp.config import load_hardware
+        from simsp.errors import InputError
 
-        _HARDWARE[path] = load_hardware(path)
+        hw = load_hardware(path)
+        if hw.calibration.fitted:
+            raise InputError(
+                path, "calibration.fitted", True, "a file fitted to runs never enters validation"
+            )
+        _HARDWARE[path] = hw
     return _HARDWARE[path]
 
 
