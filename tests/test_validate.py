@@ -220,7 +220,7 @@ def test_by_setting_in_the_table_and_the_json(subset_run, capsys):
 
 # ------------------------------------------------------------------ a subset, end to end
 
-SUBSET = {"vtrain-single": 40, "vtrain-multi": 10}
+SUBSET = {"vtrain-single": 40, "vtrain-multi": 10, "fp8-pairs": 20}
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +238,7 @@ def test_subset_runs_and_prints_its_figures(subset_run):
         "vtrain-single": 40,
         "vtrain-multi": 10,
         **{name: len(V.published_cases(name)[0]) for name in V.PUBLISHED_SETS},
+        "fp8-pairs": 20,
     }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)

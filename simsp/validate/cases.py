@@ -14,6 +14,7 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.validate.data import DATA_DIR, read_vtrain
+from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import PUBLISHED_SETS, published_cases
 from simsp.workload import TrainingSpec, Workload, validate
 
@@ -27,6 +28,7 @@ SETS = (
     "published-a100",
     "published-h100",
     "published-b200",
+    PAIRS_SET,
 )
 
 VTRAIN_VOCAB = 51200
@@ -53,6 +55,7 @@ REFERENCES = {
     "published-a100": "measured (published runs: llm-foundry MPT on A100)",
     "published-h100": "measured (published runs: NeMo / Megatron-Bridge / llm-foundry on H100)",
     "published-b200": "measured (published runs: NeMo / Megatron-Bridge on B200 and GB200)",
+    PAIRS_SET: "measured (NVIDIA's paired BF16 / FP8 runs: dgxc-benchmarking, NeMo on H100, GB200)",
 }
 """What each set's reference times are: a measurement, or another simulator's answer."""
 PEER_SETS = ("vtrain-single",)
@@ -241,6 +244,10 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             skipped += s
         elif name in PUBLISHED_SETS:
             c, s = published_cases(name, data_dir)
+            cases += c
+            skipped += s
+        elif name == PAIRS_SET:
+            c, s = pair_cases(data_dir)
             cases += c
             skipped += s
         else:

@@ -12,6 +12,7 @@ from simsp.errors import InputError
 from simsp.knobs import KNOBS, values_of
 from simsp.textfile import write_text
 from simsp.validate.cases import SETS
+from simsp.validate.fp8_pairs import PAIRS_SET
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
 from simsp.validate.runner import Validation, run_validation
 from simsp.validate.scatter import scatter_html
@@ -54,6 +55,25 @@ def _case_table(name: str, rs: list) -> list[str]:
     return lines
 
 
+def _speedup_table(speedup: dict) -> list[str]:
+    """Each pair's FP8 speedup, measured and simulated, and the error of the ratio."""
+    rows = speedup["pairs"]
+    width = max(12, *(len(r["pair"]) for r in rows)) if rows else 12
+    lines = [
+        "",
+        f"{PAIRS_SET}: FP8 speedup t(BF16) / t(FP8), {speedup['n']} pairs: ratio MAPE "
+        + (f"{speedup['mape']:.1%}, bias {speedup['bias']:+.1%}" if rows else "-"),
+        f"  {'pair':{width}s} {'measured':>8s} {'simsp':>7s} {'error':>7s} {'bf16 err':>8s} "
+        f"{'fp8 err':>8s}",
+    ]
+    for r in rows:
+        lines.append(
+            f"  {r['pair']:{width}s} {r['measured_speedup']:8.3f} {r['simsp_speedup']:7.3f} "
+            f"{r['error']:+7.1%} {r['bf16_error']:+8.1%} {r['fp8_error']:+8.1%}"
+        )
+    return lines
+
+
 def _metrics_line(label: str, m: dict, skipped: str) -> str:
     if not m["n"]:
         return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
@@ -89,7 +109,9 @@ def table(v: Validation, by: str | None = None) -> str:
             lines += _case_table(name, rs)
         if rs:
             lines += _worst_table(name, rs)
-        if with_baseline:
+        if name == PAIRS_SET and rs:
+            lines += _speedup_table(summary[name]["speedup"])
+        if with_baseline or name == PAIRS_SET:
             lines += [f"  skipped {s.name}: {s.reason}" for s in v.skipped if s.set == name]
     lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ def read_pairs(data_dir=None) -> list[dict]:
     """The pairs file's entries, in file order."""
     from simsp.config import read_yaml
 
-    return read_yaml(Path(data_dir or DATA_DIR) / PAIRS_FILE)
+    return read_yaml(Path(data_dir or DATA_DIR) / PAIRS_FILE)["pairs"]
 
 
 def _skip_reason(p: dict) -> str:

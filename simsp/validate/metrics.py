@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from simsp.knobs import KNOBS, values_of
 from simsp.validate.cases import REFERENCES, SETS, Case, Skipped
+from simsp.validate.fp8_pairs import PAIRS_SET, speedups
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,10 @@ def summarize(
             }
             for r in worst(rs)
         ]
-        if naive:
+        if name == PAIRS_SET:  # the FP8 speedup t(BF16) / t(FP8), measured and simulated
+            rows = speedups(rs)
+            entry["speedup"] = {**metrics([r["error"] for r in rows]), "pairs": rows}
+        if naive or name == PAIRS_SET:
             entry["skipped_cases"] = [
                 {"case": s.name, "reason": s.reason} for s in skipped if s.set == name
             ]

@@ -1,0 +1,72 @@
+"""NVIDIA's paired BF16 / FP8 runs (validate/fp8_pairs.py): two cases a pair, the same run but
+for its precision, and the speedup table beside the times."""
+
+import dataclasses
+import json
+
+import pytest
+
+from simsp.cli import main
+from simsp.validate.fp8_pairs import PAIRS_SET, measured_step_s, pair_cases, read_pairs, speedups
+from simsp.validate.metrics import CaseResult
+
+
+@pytest.fixture(scope="module")
+def built():
+    return pair_cases()
+
+
+def test_every_entry_is_a_pair_or_skipped_with_a_reason(built):
+    cases, skipped = built
+    entries = read_pairs()
+    names = {c.name.rsplit(" ", 1)[0] for c in cases} | {s.name.rsplit(" ", 1)[0] for s in skipped}
+    assert {p["id"] for p in entries} <= names | {s.name for s in skipped}
+    assert all(s.reason for s in skipped)
+    assert any("MaxText" in s.reason for s in skipped)
+    assert any("not an exact pair" in s.reason for s in skipped)
+    assert len(cases) >= 150 and all(c.set == PAIRS_SET for c in cases)
+
+
+def test_a_pair_differs_only_in_precision(built):
+    cases, _ = built
+    by_name = {c.name: c for c in cases}
+    for name, bf in by_name.items():
+        if name.endswith(" bf16") and name[:-5] + " fp8" in by_name:
+            f8 = by_name[name[:-5] + " fp8"]
+            assert bf.workload.training.precision == "bf16"
+            assert f8.workload.training.precision == "fp8"
+            assert bf.workload.parallel == f8.workload.parallel
+            assert bf.workload.model == f8.workload.model
+            assert dataclasses.replace(f8.workload.training, precision="bf16") == (
+                bf.workload.training
+            )
+            assert bf.hardware == f8.hardware and "dgxc-benchmarking" in bf.notes
+
+
+def test_measured_step_is_the_printed_one_or_tokens_over_throughput():
+    assert measured_step_s({"printed": {"step_time_s": 11.01}}, 1, 1) == 11.01
+    run = {"printed": {"step_time_s": "8.7  5", "tokens_per_s_total": 1000.0}}
+    assert measured_step_s(run, 5000, 8) == pytest.approx(5.0)
+
+
+def test_speedups_from_results(built):
+    cases, _ = built
+    bf, f8 = cases[0], cases[1]
+    assert bf.name.endswith(" bf16") and f8.name == bf.name[:-5] + " fp8"
+    rows = speedups([CaseResult(bf, 2.0 * bf.measured_s), CaseResult(f8, f8.measured_s)])
+    (row,) = rows
+    measured = bf.measured_s / f8.measured_s
+    assert row["measured_speedup"] == pytest.approx(measured)
+    assert row["simsp_speedup"] == pytest.approx(2.0 * measured)
+    assert row["error"] == pytest.approx(1.0)
+    assert row["bf16_error"] == pytest.approx(1.0) and row["fp8_error"] == pytest.approx(0.0)
+
+
+def test_validate_json_reports_the_speedup(capsys):
+    assert main(["validate", "--set", PAIRS_SET, "--json", "--workers", "1"]) == 0
+    entry = json.loads(capsys.readouterr().out)["sets"][PAIRS_SET]
+    sp = entry["speedup"]
+    assert sp["n"] == len(sp["pairs"]) >= 80
+    assert {"mape", "bias", "max_abs_error"} <= set(sp)
+    assert all(r["measured_speedup"] > 1 and r["simsp_speedup"] > 1 for r in sp["pairs"])
+    assert entry["skipped"] == len(entry["skipped_cases"]) > 0
