@@ -21,6 +21,9 @@ class GpuSpec:
     """Dense FP8 (e4m3) tensor-core peak; 0 means the GPU has no FP8 tensor cores."""
     gemm_max_fp8_tflops: float = 0.0
     """Best achieved dense FP8 GEMM rate (MAMF e4m3); the FP8 roofline's ceiling."""
+    compute_capability: float = 0.0
+    """CUDA compute capability (8.0 A100, 9.0 H100/H200, 10.0 B200/GB200); 0 means not stated.
+    Decides which FP8 recipes Transformer Engine runs on it."""
 
 
 @dataclass(frozen=True)

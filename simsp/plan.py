@@ -14,6 +14,7 @@ from simsp import schedule
 from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
+from simsp.errors import InputError
 from simsp.layer import build_layer
 from simsp.layout import LAYER_GROUPS, Layout, layout
 from simsp.memory import (
@@ -25,6 +26,7 @@ from simsp.memory import (
     weight_grad_bytes,
 )
 from simsp.params import stage_params
+from simsp.precision import precision_rules
 from simsp.workload import Workload
 
 
@@ -318,6 +320,9 @@ def stage_costs(
 ) -> tuple[StageCosts, LayerTime, tuple]:
     """The costs a pipeline's timing depends on, the layer they came from, and the per-stage
     parameter counts (for the plan's weights)."""
+    for key, value, holds, rule in precision_rules(w.training.numerics, cost.hw.gpu):
+        if not holds:
+            raise InputError(cost.hw.source or cost.hw.name, key, value, rule)
     par = w.parallel
     p = par.pp
     lay = layout(par, cost.hw.node.gpus)

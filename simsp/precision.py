@@ -91,6 +91,33 @@ class Numerics:
 
 BF16 = Numerics()
 
+MXFP8_MIN_CAPABILITY = 10.0
+"""MXFP8 needs Blackwell's block-scaled tensor cores (TE `check_mxfp8_support`: compute
+capability 10.0 or later)."""
+
+
+def precision_rules(numerics: Numerics, gpu) -> list[tuple[str, object, bool, str]]:
+    """(key, value, holds, rule) binding a run's precision to the GPU it runs on."""
+    if not numerics.fp8:
+        return []
+    cc = gpu.compute_capability
+    return [
+        (
+            "gpu.peak_fp8_tflops",
+            gpu.peak_fp8_tflops,
+            gpu.peak_fp8_tflops > 0,
+            "training.precision fp8 needs a GPU with FP8 tensor cores (set its dense FP8 peak "
+            "and gemm_max_fp8_tflops)",
+        ),
+        (
+            "gpu.compute_capability",
+            cc,
+            numerics.recipe != "mxfp8" or not cc or cc >= MXFP8_MIN_CAPABILITY,
+            f"training.fp8_recipe mxfp8 needs compute capability >= {MXFP8_MIN_CAPABILITY:g} "
+            "(Blackwell); Hopper runs delayed, current or blockwise",
+        ),
+    ]
+
 
 def saved_fp8_bytes(bf16_bytes: float, recipe: Recipe) -> float:
     """A saved BF16 tensor's size as one FP8 copy with its scales."""

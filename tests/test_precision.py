@@ -198,3 +198,11 @@ def test_cli_unknown_precision_is_one_line(flag):
     )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_mxfp8_needs_blackwell():
+    """TE's MXFP8 recipe runs on compute capability 10.0 and later only."""
+    with pytest.raises(InputError, match="gpu.compute_capability.*mxfp8"):
+        run(_workload(recipe="mxfp8"), _h100())
+    b200 = load_hardware(ROOT / "hardware" / "dgx-b200.yaml")
+    assert run(_workload(recipe="mxfp8"), b200).iteration_time_s > 0
