@@ -151,9 +151,10 @@ def curve_value(curve: tuple[tuple[float, float], ...], w: float) -> float:
     return math.exp(curve[-1][1])
 
 
-def work_scales(h, measured: GemmTable, layouts, precision: str) -> dict[str, dict]:
-    """Per layout: its work curve (from its own points, or pooled when it has too few) and the
-    spread of ln(measured/model) about it."""
+def work_scales(h, measured: GemmTable, layouts, precision: str, pool: bool = False) -> dict[str, dict]:
+    """Per layout: its work curve (from its own points, or pooled when it has too few or `pool`
+    is set) and the spread of ln(measured/model) about it. Each point's ratio is taken against
+    the model of its own layout, so pooling mixes ratios, not layouts."""
     def ratio(p):
         model = model_tflops(h, p.m, p.n, p.k, p.batch, p.layout if p.layout in layouts else layouts[0],
                              precision)
@@ -163,7 +164,7 @@ def work_scales(h, measured: GemmTable, layouts, precision: str) -> dict[str, di
     out = {}
     for layout in layouts:
         own = [ratio(p) for p in measured.points if p.layout == layout]
-        use_pooled = len(own) < MIN_LAYOUT_POINTS and len(pooled) > len(own)
+        use_pooled = (pool or len(own) < MIN_LAYOUT_POINTS) and len(pooled) > len(own)
         points = pooled if use_pooled else own
         curve = work_curve(points)
         resid = [r - math.log(curve_value(curve, w)) for w, r in points]
@@ -367,15 +368,17 @@ def anchored_comments(*, version: str, gpu: str, precision: str, layouts, scales
 
 
 def derive_anchored(*, machine: str, gpu: str, precision: str, anchor: Path, anchor_gpu: str,
-                    anchor_note: str, cap: float, date: str, out: Path, command: str) -> dict:
+                    anchor_note: str, cap: float, date: str, out: Path, command: str,
+                    pool: bool = False) -> dict:
     """Write a work-anchored model table for `gpu` to `out`: nvMatmulHeuristics for `gpu`, scaled
     by the work curve of the measured table `anchor` against the model of `anchor_gpu` (the same
-    GPU, or a sibling when this one has no measurement), capped at `cap`."""
+    GPU, or a sibling when this one has no measurement), capped at `cap`; `pool`: one curve from
+    the anchor points of every layout (work_scales)."""
     letters = PRECISIONS[precision]
     layouts = ("TN",) if precision == "fp8" else LAYOUTS
     h = make_model(gpu)
     h_anchor = h if anchor_gpu == gpu else make_model(anchor_gpu)
-    scales = work_scales(h_anchor, read_gemm_table(anchor), layouts, letters)
+    scales = work_scales(h_anchor, read_gemm_table(anchor), layouts, letters, pool)
     rows = grid(layouts) if precision == "bf16" else [r for r in grid(layouts) if r[3] == 1]
     points = []
     for m, n, k, b, layout in rows:

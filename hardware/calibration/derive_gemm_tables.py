@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,22 +80,54 @@ class Modeled:
     anchor_gpu: str
     cap: float
     note: str
+    pool_layouts: bool = False
+    """One work curve from the anchor points of every layout (each against the model of its own
+    layout) for all layouts: set where the anchor's layouts are partly a storage convention."""
+
+
+def merged(points) -> tuple:
+    """One row per (m, n, k, batch, layout), in first-seen order: the median of the sources that
+    measured the same shape (GemmTable keeps the first row of a key, so duplicates would drop one
+    source silently)."""
+    by_key: dict = {}
+    for p in points:
+        by_key.setdefault((p.m, p.n, p.k, p.batch, p.layout), []).append(p.tflops)
+    return tuple(GemmPoint(*key, tflops=round(statistics.median(v), 3)) for key, v in by_key.items())
+
+
+LARGE_NOTE = ("; the median where two sources measured one shape (8192^3: "
+              "{dup})")
 
 
 def xla_h100() -> Measured:
-    points = tuple(GemmPoint(m, n, k, 1, "TN", tf) for m, n, k, tf in pub.XLA_SM90_BF16)
-    return Measured("dgx-h100", "gemm.csv", points, "bf16", "Hopper sm_90 (H100-class; the file names no SKU)",
-                    f"{len(points)} measured bf16 GEMM shapes, m, n, k in 256..4096 (powers of 2), batch 1; "
-                    "layout not recorded there, stored as TN (NN/NT lookups use it)",
-                    pub.XLA_SM90_SRC, "none (transcribed; TFLOP/s to 4 significant digits)")
+    xla = [GemmPoint(m, n, k, 1, "TN", tf) for m, n, k, tf in pub.XLA_SM90_BF16]
+    large = [GemmPoint(m, n, k, 1, "NN", tf) for _, m, n, k, tf in pub.H100_LARGE_BF16]
+    points = merged(xla + large)
+    extra = len(points) - len(xla)
+    dup = ", ".join(f"{src} {tf:g}" for src, m, *_, tf in pub.H100_LARGE_BF16 if m == 8192)
+    return Measured("dgx-h100", "gemm.csv", points, "bf16", "Hopper sm_90 (XLA's rows: the file names no SKU) and H100 SXM (the square rows)",
+                    f"{len(points)} measured bf16 GEMM shapes, batch 1: XLA's {len(xla)}, m, n, k in 256..4096 "
+                    "(powers of 2; layout not recorded there, stored as TN, NN/NT lookups use it), then "
+                    f"{extra} square H100 SXM shapes 4096..16384 measured as row-major A @ B (torch.mm, "
+                    "JAX), stored as NN",
+                    f"{pub.XLA_SM90_SRC}; square rows: {pub.H100_LARGE_SRC['zzc0721']}; "
+                    f"{pub.H100_LARGE_SRC['marin']}",
+                    "none (transcribed; TFLOP/s to 4 significant digits)" + LARGE_NOTE.format(dup=dup))
 
 
 def azure_fp8(machine: str, gpu: str) -> Measured:
-    points = tuple(GemmPoint(m, n, k, 1, "TN", tf) for m, n, k, tf in pub.AZURE_FP8[gpu])
+    azure = [GemmPoint(m, n, k, 1, "TN", tf) for m, n, k, tf in pub.AZURE_FP8[gpu]]
+    large = [GemmPoint(m, n, k, 1, "TN", tf) for _, m, n, k, tf in pub.H100_LARGE_FP8] if gpu == "H100" else []
+    points = merged(azure + large)
+    source = pub.AZURE_FP8_SRC.format(page=pub.AZURE_PAGES[gpu])
+    derivation = "none (transcribed from the reference)"
+    if large:
+        source += f"; and marin's fp8 rows: {pub.H100_LARGE_SRC['marin']}"
+        derivation += "; 8192^3 and 16384^3, measured by both, are the median of Azure's and marin's"
     return Measured(machine, "gemm_fp8.csv", points, "fp8", f"NVIDIA {gpu} (Azure ND {gpu} VM)",
                     f"{len(points)} measured FP8 e4m3 GEMM shapes (m = n = k sweep"
                     + (", odd shapes" if len(points) > 6 else "") + "), stored as TN",
-                    pub.AZURE_FP8_SRC.format(page=pub.AZURE_PAGES[gpu]), "none (transcribed from the reference)")
+                    source, derivation)
 
 
 def simumax_b200(path: Path) -> Measured:
@@ -114,12 +147,14 @@ def simumax_b200(path: Path) -> Measured:
 
 MODELS = (
     Modeled("dgx-h100", "gemm_model.csv", "H100_SXM", "bf16", "dgx-h100/gemm.csv", "H100_SXM",
-            pub.MAMF_BF16["H100"][3], "this folder's gemm.csv (XLA sm_90) against the H100_SXM model"),
+            pub.MAMF_BF16["H100"][3], "this folder's gemm.csv (XLA sm_90 and the square H100 SXM rows, "
+            "all layouts pooled) against the H100_SXM model", pool_layouts=True),
     Modeled("dgx-h100", "gemm_model_fp8.csv", "H100_SXM", "fp8", "dgx-h100/gemm_fp8.csv", "H100_SXM",
             pub.MAMF_FP8["H100"], "this folder's gemm_fp8.csv (Azure H100 cuBLASLt FP8) against the H100_SXM model"),
     Modeled("hgx-h200", "gemm_model.csv", "H200_SXM", "bf16", "dgx-h100/gemm.csv", "H100_SXM",
-            pub.MAMF_BF16["H100"][3], "BORROWED: dgx-h100/gemm.csv (XLA sm_90) against the H100_SXM model "
-            "(no H200 bf16 table is published; MAMF: 'H200 is the same')"),
+            pub.MAMF_BF16["H100"][3], "BORROWED: dgx-h100/gemm.csv (XLA sm_90 and the square H100 SXM rows, "
+            "all layouts pooled) against the H100_SXM model (no H200 bf16 table is published; MAMF: "
+            "'H200 is the same')", pool_layouts=True),
     Modeled("hgx-h200", "gemm_model_fp8.csv", "H200_SXM", "fp8", "hgx-h200/gemm_fp8.csv", "H200_SXM",
             pub.MAMF_FP8["H200"], "this folder's gemm_fp8.csv (Azure H200 cuBLASLt FP8) against the H200_SXM model"),
     Modeled("dgx-b200", "gemm_model.csv", "B200", "bf16", "dgx-b200/gemm.csv", "B200",
@@ -151,7 +186,7 @@ def write_model(t: Modeled, date: str) -> dict:
     command = f"python {SCRIPT} --date {date}"
     return model.derive_anchored(machine=t.machine, gpu=t.gpu, precision=t.precision, anchor=CAL / t.anchor,
                                  anchor_gpu=t.anchor_gpu, anchor_note=t.note, cap=t.cap, date=date,
-                                 out=CAL / t.machine / t.name, command=command)
+                                 out=CAL / t.machine / t.name, command=command, pool=t.pool_layouts)
 
 
 def readme_section(machine: str, measured: list[Measured], models: list[tuple[Modeled, dict]], date: str,
@@ -180,6 +215,16 @@ def readme_section(machine: str, measured: list[Measured], models: list[tuple[Mo
               "slow at 2048^3 and 27-34 % too fast from 8192^3 up. One factor per layout (the A100's "
               "method, whose measured points are all large) would carry the small shapes' factor to "
               "transformer shapes. Beyond the largest measured work the last bin's factor is kept.",
+              ] + ([
+              "- H100 large shapes: the square H100 SXM rows (torch.mm 4096..10240, JAX 8192 and 16384; "
+              "`published_gemm.H100_LARGE_BF16`, `H100_LARGE_FP8`) give the bf16 curve bins at 2^40-2^43 "
+              "FLOPs, where XLA's table (to 4096^3, 2^37) left the 4096^3 bin's factor extrapolated. "
+              "They are stored as NN (row-major A @ B) and the bf16 curve pools all layouts, as XLA's "
+              "TN is a storage convention. Their runs are short bursts without a clock log: NVIDIA's "
+              "CUTLASS methodology note (fixed power, cold L2, random fill) expects sustained use at "
+              "or below them. pytorch/pytorch#100850 is not used (bmm shape and dtype not in the "
+              "stored copy, SKU not named).",
+              ] if machine in ("dgx-h100", "hgx-h200") else []) + [
               "- MAMF maxima (ref §4.1 [S5]) are the caps, not rows: a search's best shape is the top of "
               "its neighbourhood, and lookups interpolate between neighbours.",
               "- FP8 tables are TN only: Transformer Engine runs the forward, dgrad and wgrad GEMMs of "
@@ -205,7 +250,8 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
     results = [(t, write_model(t, date)) for t in MODELS]
     written += [r["path"] for _, r in results]
     reused = {"hgx-h200": "The bf16 measured table is `../dgx-h100/gemm.csv` (same GH100 compute; MAMF: "
-                          "\"H200 is the same\").",
+                          "\"H200 is the same\"), its square H100 SXM rows included; the H100 FP8 rows "
+                          "are not reused (this folder's `gemm_fp8.csv` is Azure's H200 sweep).",
               "dgx-b200": "No FP8 table by shape is published for B200: `gemm_model_fp8.csv` is anchored to "
                           "the GB200 sweep.",
               "gb200-nvl72": "No bf16 table by shape is published for GB200: `gb200-nvl72.yaml` reuses "

@@ -76,3 +76,43 @@ AZURE_FP8 = {
     + ((1024, 2145, 1024, 1022.2), (6144, 12288, 12288, 2895.6), (802816, 192, 768, 1459.5)),
 }
 """The GB200 odd shapes are on the same page (read there; the reference quotes the sweep only)."""
+
+H100_LARGE_SRC = {
+    "marin": (
+        "marin-community/marin:.agents/reports/gpu-hardware-target-report.md"
+        "@9f1898306007d08ee91588e42507aa5505abeff9, 'Compute and HBM Measurements' (H100 rows; "
+        "issue marin-community/marin#7010); method scripts/bench/gpu_microbench.py@same commit: "
+        "JAX 0.10.x jit x @ y of two (s, s) row-major jax.random.normal arrays (fp8: cast to "
+        "float8_e4m3fn), 3 warmup + 10 timed calls; CoreWeave H100x8 nodes, listed as 'H100 SXM' "
+        "(80 GB; its measured 2.85 TB/s HBM stream is above the H100 PCIe's 2.0 TB/s peak)"
+    ),
+    "zzc0721": (
+        "zzc0721/torch-performance-test-data issue #79 (2025-10-18, 'NVIDIA H100 80GB HBM3', the "
+        "SXM5 device name; torch 2.7.0+cu128); method test.py@6e2382cee378ec5ab9367fe2fb1f9cbc438ffcec "
+        "(the version whose output the issue shows): torch.mm(a, b) of two (s, s) torch.randn bf16, "
+        "10 warmup + 30 timed in CUDA events"
+    ),
+}
+H100_LARGE_BF16 = (
+    # source, m, n, k, TFLOP/s: square GEMMs, both operands row-major (A @ B): layout NN here
+    ("zzc0721", 4096, 4096, 4096, 788.72),
+    ("zzc0721", 8192, 8192, 8192, 797.51),
+    ("zzc0721", 10240, 10240, 10240, 719.72),
+    ("marin", 8192, 8192, 8192, 753.3),
+    ("marin", 16384, 16384, 16384, 700.6),
+)
+"""H100 SXM bf16 measurements above XLA's 4096 (short bursts: 13-80 ms of timed work; clocks and
+power not logged, so they read at or above the fixed-power rate of NVIDIA's CUTLASS methodology
+note, media/docs/cpp/gemm_performance_measurement_methodology_guidelines.md@2115eee1). The
+zzc0721 8192^3 figure (797.5) passes the MAMF 794.5: a cap from a search, not a maximum.
+Not used: pytorch/pytorch#100850 (H100 torch.bmm, 742.7 / 549.5 / 542.9 at batch 1 / 2 / 4): the
+stored copy shows the script's defaults (seq 2048, hidden 8192) but not the bmm itself nor its
+dtype, the SKU is not named, and batch > 1 is the reported defect; zzc0721 issue #39 (H100 80GB
+HBM3, maxima only, no size); the FP16 and TF32 rows of issue #79 (not bf16)."""
+H100_LARGE_FP8 = (
+    # source, m, n, k, TFLOP/s: e4m3 x e4m3, stored TN like every FP8 row (XLA, like Transformer
+    # Engine, runs cuBLASLt FP8 GEMMs as TN)
+    ("marin", 8192, 8192, 8192, 1300.3),
+    ("marin", 16384, 16384, 16384, 1452.7),
+)
+"""marin's fp8 rows; Azure's sweep (AZURE_FP8) measured the same two shapes (1290.1, 1377.3)."""
