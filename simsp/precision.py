@@ -68,10 +68,13 @@ RECIPES = {
 
 @dataclass(frozen=True)
 class Numerics:
-    """The run's precision, as `build_layer` and the memory model read it."""
+    """How a run's kernels compute, as `build_layer` and the memory model read it: the
+    precision (and FP8 recipe) and the fused-attention kernel."""
 
     precision: str = "bf16"
     recipe: str = "delayed"
+    attention_kernel: str = ""
+    """A kernel of the hardware's flash_attention table; empty: the hardware file's own."""
 
     @property
     def fp8(self) -> bool:

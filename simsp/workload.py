@@ -33,10 +33,15 @@ class TrainingSpec:
     current scaling), mxfp8 (Blackwell's 32-element blocks) or blockwise (1x128 / 128x128
     blocks)."""
 
+    attention_kernel: str = ""
+    """Fused-attention kernel the framework runs, a `kernel` of the hardware's flash_attention
+    table (fa2, fa3, cudnn, ...); empty means the hardware file's calibration.attention_kernel
+    (what Transformer Engine picks there)."""
+
     @property
     def numerics(self) -> Numerics:
-        """The precision as the layer and memory models read it."""
-        return Numerics(self.precision, self.fp8_recipe)
+        """The precision and kernels as the layer and memory models read them."""
+        return Numerics(self.precision, self.fp8_recipe, self.attention_kernel)
 
 
 @dataclass(frozen=True)

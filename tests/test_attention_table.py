@@ -141,3 +141,24 @@ def test_an_unknown_kernel_is_refused(tmp_path):
     (tmp_path / "calibration").symlink_to(Path("hardware/calibration").resolve())
     with pytest.raises(InputError, match="calibration.attention_kernel.*fa9.*cudnn"):
         load_hardware(path)
+
+
+def test_a_run_names_its_framework_kernel():
+    """training.attention_kernel: fa2 (a framework that is not TE) reads FA2's rows on a GPU
+    whose own kernel is cuDNN; an unknown kernel is one error naming the table's kernels."""
+    import dataclasses
+
+    from simsp.config import load_workload
+    from simsp.report import run
+
+    hw = load_hardware("hardware/dgx-h100.yaml")
+    w = load_workload("workloads/llama-3.1-8b.yaml")
+    fa2 = dataclasses.replace(w, training=dataclasses.replace(w.training, attention_kernel="fa2"))
+    assert run(fa2, hw).iteration_time_s > run(w, hw).iteration_time_s  # FA2 < cuDNN on H100
+    cm = ComputeModel(hw)
+    att = Attention(batch_heads=32, seq_len=16384, head_dim=128, causal=True, kernel="fa2")
+    # FA2 16k causal fwd 335 TFLOP/s (arXiv 2407.08608 FP16 fwd fig. (d))
+    assert cm.flash_attention(att).seconds == pytest.approx(att.benchmark_flops / 335e12)
+    bad = dataclasses.replace(w, training=dataclasses.replace(w.training, attention_kernel="fa9"))
+    with pytest.raises(InputError, match="training.attention_kernel.*fa9.*cudnn, fa2, fa3"):
+        run(bad, hw)

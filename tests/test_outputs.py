@@ -280,6 +280,7 @@ def test_run_json_states_the_configuration_it_ran(capsys):
         "micro_batch": 1,
         "precision": "bf16",
         "fp8_recipe": "delayed",
+        "attention_kernel": "",
     }
     assert c["model"]["layers"] == 96 and c["hardware_file"].endswith("dgx-a100-80gb.yaml")
 

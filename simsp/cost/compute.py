@@ -138,11 +138,15 @@ class ComputeModel:
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
         self.launch_s = hw.calibration.kernel_launch_us * US
+        self._all_attention = (
+            read_attention_table(cal.flash_attention) if cal.flash_attention else None
+        )
         self.attention_table = (
-            attention_rows(read_attention_table(cal.flash_attention), cal.attention_kernel)
+            attention_rows(self._all_attention, cal.attention_kernel)
             if cal.flash_attention
             else None
         )
+        self._kernels: dict[str, AttentionTable] = {}
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM in its operand type: the measured table where it covers the shape,
@@ -164,17 +168,40 @@ class ComputeModel:
         """Throughput of a GEMM from the tables of its operand type, and its source."""
         return self.tables[g.dtype].tflops(g, layout)
 
+    def attention_for(self, kernel: str) -> AttentionTable | None:
+        """The attention rows of the kernel a run names, or the hardware's own."""
+        if not kernel:
+            return self.attention_table
+        if self._all_attention is None:
+            raise InputError(
+                self.hw.source or self.hw.name,
+                "calibration.flash_attention",
+                "",
+                f"training.attention_kernel {kernel} needs a FlashAttention table",
+            )
+        if kernel not in self._kernels:
+            rows = attention_rows(self._all_attention, kernel)
+            if not rows.points:
+                known = ", ".join(sorted({p.kernel for p in self._all_attention.points}))
+                raise InputError(
+                    self.hw.source or self.hw.name,
+                    "training.attention_kernel",
+                    kernel,
+                    f"must be a kernel of {self.hw.calibration.flash_attention} ({known})",
+                )
+            self._kernels[kernel] = rows
+        return self._kernels[kernel]
+
     def flash_attention(self, att: Attention, backward: bool = False) -> Timed:
         """A fused attention kernel: its benchmark FLOPs (x 2.5 backward) over the measured rate
         for its head size, sequence length and mask; without a table, its two (backward: five)
         batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked
         blocks."""
         flops = att.benchmark_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
+        table = self.attention_for(att.kernel)
         rate = (
-            self.attention_table.lookup_tflops(
-                att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd"
-            )
-            if self.attention_table
+            table.lookup_tflops(att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd")
+            if table
             else None
         )
         if rate:

@@ -149,10 +149,17 @@ class _Pass:
         time."""
         att, cm = op.attention, self.cost.compute
         diagonal = cm.flash_attention(
-            Attention(att.batch_heads, att.seq_len, att.head_dim, True), backward
+            Attention(att.batch_heads, att.seq_len, att.head_dim, True, kernel=att.kernel), backward
         )
         half = cm.flash_attention(
-            Attention(att.batch_heads, att.seq_len, att.head_dim, False, att.seq_len // 2),
+            Attention(
+                att.batch_heads,
+                att.seq_len,
+                att.head_dim,
+                False,
+                att.seq_len // 2,
+                kernel=att.kernel,
+            ),
             backward,
         )
         c, kv = att.ring_steps, self.collective_s(att.ring)

@@ -16,6 +16,8 @@ Weight, Dims), `blocks.py` the pieces both blocks use (norm, TP linear, collecti
 layer kind is a new block function and one line in `build_layer`.
 """
 
+import dataclasses
+
 from simsp.layer.attention import attention_ops
 from simsp.layer.ends import (
     embedding_saves,
@@ -72,4 +74,17 @@ def build_layer(
     in the run's precision."""
     dm = Dims.of(model, parallel, micro_batch)
     ops = (*attention_ops(model, parallel, dm), *mlp_ops(model, parallel, dm))
-    return fp8_layer(ops, numerics, parallel)
+    return fp8_layer(_attention_kernel(ops, numerics.attention_kernel), numerics, parallel)
+
+
+def _attention_kernel(ops: tuple[Op, ...], kernel: str) -> tuple[Op, ...]:
+    """The fused-attention ops, told which kernel the run's framework uses (none: the
+    hardware's)."""
+    if not kernel:
+        return ops
+    return tuple(
+        dataclasses.replace(op, attention=dataclasses.replace(op.attention, kernel=kernel))
+        if op.attention
+        else op
+        for op in ops
+    )

@@ -72,6 +72,9 @@ class Attention:
     AttnFuncWithCPAndKVP2P)."""
     ring_steps: int = 1
     """Ring steps c: one causal diagonal block, then c - 1 blocks of half the rows."""
+    kernel: str = ""
+    """The fused-attention kernel the framework runs (a `kernel` of the hardware's
+    flash_attention table); empty means the hardware file's calibration.attention_kernel."""
 
     @property
     def keys(self) -> int:

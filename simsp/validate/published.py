@@ -151,6 +151,9 @@ class Recipe:
     """False where the recipe reduces gradients in bf16 (grad_sync_dtype / grad_reduce_in_fp32)."""
     overlap: bool = True
     """Distributed optimizer with overlapped grad reduce and param gather."""
+    attention_kernel: str = ""
+    """The fused-attention kernel its runs use, where not Transformer Engine's (the hardware
+    file's attention_kernel)."""
 
 
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
@@ -223,6 +226,9 @@ RECIPES = {
         "table names no recipe)",
         tp_comm_overlap=False,
         overlap=False,
+        # llm-foundry's MPT attention is its own attn_impl (flash-attn 2, or its Triton kernel
+        # for ALiBi), not TE's cuDNN backend: the FA2 rows are the measured kernel nearest it
+        attention_kernel="fa2",
     ),
 }
 
@@ -300,15 +306,18 @@ def _model(row: dict) -> ModelSpec:
     )
 
 
-def training_spec(global_batch: int, micro_batch: int, precision: str, fp8_recipe: str):
-    """The one place a case's precision enters its workload (TrainingSpec.precision,
-    .fp8_recipe)."""
+def training_spec(
+    global_batch: int, micro_batch: int, precision: str, fp8_recipe: str, attention_kernel=""
+):
+    """The one place a case's precision and attention kernel enter its workload
+    (TrainingSpec.precision, .fp8_recipe, .attention_kernel)."""
     fp8 = precision == "fp8"
     return TrainingSpec(
         global_batch=global_batch,
         micro_batch=micro_batch,
         precision="fp8" if fp8 else "bf16",
         fp8_recipe=fp8_recipe if fp8 else "delayed",
+        attention_kernel=attention_kernel,
     )
 
 
@@ -422,6 +431,8 @@ def published_case(row: dict):
         notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
     if precision == "fp8":
         notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
+    if recipe.attention_kernel:
+        notes.append(f"attention kernel {recipe.attention_kernel} (not TE's)")
     measured_s, how = measured_iteration_s(row)
     notes.append(how)
     hw = project_path(hw_rel)
@@ -438,7 +449,11 @@ def published_case(row: dict):
                 name=row["id"],
                 model=_model(row),
                 training=training_spec(
-                    _int(row["parallel.global_batch"]), micro, precision, recipe.fp8_recipe
+                    _int(row["parallel.global_batch"]),
+                    micro,
+                    precision,
+                    recipe.fp8_recipe,
+                    recipe.attention_kernel,
                 ),
                 parallel=parallel,
             ),
