@@ -99,6 +99,7 @@ def summarize(
                 "measured_s": r.case.measured_s,
                 "predicted_s": r.predicted_s,
                 "error": r.error,
+                **({"known_gap": r.case.known_gap} if r.case.known_gap else {}),
             }
             for r in worst(rs)
         ]
