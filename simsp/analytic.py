@@ -39,7 +39,13 @@ from simsp.layout import LAYER_GROUPS
 from simsp.memory import CLASSIC
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.plan import Parts, StageCosts, gradients_done_s, stage_costs
+from simsp.plan import (
+    Parts,
+    StageCosts,
+    chunked_gradients_done_s,
+    gradient_windows,
+    stage_costs,
+)
 from simsp.schedule import build, stage_and_chunk, virtual_stage
 from simsp.workload import TrainingSpec, Workload
 
@@ -111,29 +117,45 @@ def stage_done_s(c, ends=None) -> tuple[float, ...]:
     `ends`: pipeline_ends(c), where the caller has them already."""
     done = []
     synced = (0, c.last_stage) if c.embedding_sync_s > 0 else ()
-    for s, (end, w_start, w_end) in enumerate(ends or pipeline_ends(c)):
+    for s, (end, w_start, w_end, by_chunk) in enumerate(ends or pipeline_ends(c)):
         dp = c.dp_s[s]
         if dp > 0:
-            end = gradients_done_s(end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp)
+            windows = gradient_windows(c, s, (w_start, w_end), by_chunk)
+            end = chunked_gradients_done_s(end, windows, c.overlap_dp)
         if s in synced:
             end += c.embedding_sync_s
         done.append(end)
     return tuple(done)
 
 
-def pipeline_ends(c) -> tuple[tuple[float, float, float], ...]:
-    """(end of its last pass and send, start and end of its last weight-gradient pass) per
-    stage: from the pipeline formula for the classic schedules on alike stages, else from `walk`
-    (the other schedules; stages that recompute differently)."""
+def last_backwards(c, s: int, w_start: float) -> tuple[tuple[float, float], ...]:
+    """(start, end) of each model chunk's last backward on stage s under the interleaved
+    schedule, from its very last one (chunk 0's, starting at w_start): Megatron's backward order
+    ends with p backwards of chunk v - 1, ..., then p of chunk 0, so chunk j's last ends
+    (p - 1) b_0 + p (b_1 + ... + b_(j-1)) before w_start. Waits in the cool-down only make those
+    gaps longer, so this overlaps a little less than the event tier."""
+    b = [c.chunks[virtual_stage(c.p, s, k, c.placement)].backward_s for k in range(c.v)]
+    out, end = [(w_start, w_start + b[0])], w_start - (c.p - 1) * b[0]
+    for k in range(1, c.v):
+        out.append((end - b[k], end))
+        end -= c.p * b[k]
+    return tuple(out)
+
+
+def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
+    """(end of its last pass and send, start and end of its last weight-gradient pass, and the
+    (start, end) of each model chunk's last one) per stage: from the pipeline formula for the
+    classic schedules on alike stages (last_backwards for the chunks), else from `walk` (the
+    other schedules; stages that recompute differently)."""
     if c.schedule not in CLASSIC or not c.alike_stages:
         return walk(c, build(c.schedule, c.p, c.m, c.v))
     return tuple(
-        (end, start, start + c.chunks[s].backward_s)
+        (end, start, start + c.chunks[s].backward_s, last_backwards(c, s, start))
         for s, (end, start) in enumerate(stage_finish_s(c))
     )
 
 
-def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
+def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
     """The schedule replayed without an event loop, by the engine's rules: a stage runs its
     actions in order, each starting when the stage is free and its input has arrived (a
     forward the previous virtual stage's activation, a B or I the next one's gradient), and a
@@ -146,6 +168,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
     arrived: dict = {}
     free, pos = [0.0] * p, [0] * p
     last_w = [(0.0, 0.0)] * p
+    by_chunk = [[(0.0, 0.0)] * c.v for _ in range(p)]
     moved = True
     while moved:
         moved = False
@@ -174,7 +197,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
                     }[a.kind]
                 )
                 if a.kind in "BW":
-                    last_w[s] = (start, end)
+                    last_w[s] = by_chunk[s][a.chunk] = (start, end)
                 if a.kind != "W":
                     target = vs + 1 if a.kind == "F" else vs - 1
                     if 0 <= target <= last and c.p2p_s > 0 and home[target] != s:
@@ -185,7 +208,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float], ...]:
                 moved = True
     if any(pos[s] < len(actions[s]) for s in range(p)):
         raise ValueError(f"schedule {c.schedule!r} deadlocks at p={p}, m={c.m}, v={c.v}")
-    return tuple((free[s], *last_w[s]) for s in range(p))
+    return tuple((free[s], *last_w[s], tuple(by_chunk[s])) for s in range(p))
 
 
 def stage_busy_s(c, stage: int = 0) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from simsp.plan import Plan, gradients_done_s
+from simsp.plan import Plan, chunked_gradients_done_s, gradient_windows
 from simsp.schedule import stage_and_chunk, virtual_stage
 from simsp.trace import MemorySample, Span
 
@@ -78,6 +78,7 @@ class _Run:
         vs_of = [virtual_stage(p, s, c, plan.placement) for c in range(plan.v)]
         remote = {vs: stage_and_chunk(p, vs, plan.placement)[0] != s for vs in range(last_vs + 1)}
         last_w = (0.0, 0.0)
+        last_by_chunk = [(0.0, 0.0)] * plan.v
         for a in plan.actions[s]:
             kind, vs = a.kind, vs_of[a.chunk]
             cost = plan.chunks[vs]
@@ -107,7 +108,7 @@ class _Run:
                 held -= after
                 self.memory.append(MemorySample(s, env.now, held))
             if kind in ("B", "W"):
-                last_w = (start, env.now)
+                last_w = last_by_chunk[a.chunk] = (start, env.now)
             if kind == "W":
                 continue
             target = vs + 1 if kind == "F" else vs - 1
@@ -126,16 +127,16 @@ class _Run:
                     a.chunk,
                 )
             self.event(("F" if kind == "F" else "B", vs, a.microbatch)).succeed()
-        yield from self.gradients(s, *last_w)
+        yield from self.gradients(s, last_w, last_by_chunk)
 
-    def gradients(self, s: int, backward_start: float, backward_end: float):
-        """DP all-reduce (after, or bucket by bucket alongside, the last backward),
+    def gradients(self, s: int, last_w: tuple, last_by_chunk: list):
+        """DP reduction (after, or bucket by bucket alongside, each model chunk's last backward),
         tied-embedding sync."""
         plan, env = self.plan, self.env
         dp = plan.dp_s[s]
         if dp > 0:
-            end = gradients_done_s(
-                env.now, backward_start, backward_end, dp, plan.dp_buckets[s], plan.overlap_dp
+            end = chunked_gradients_done_s(
+                env.now, gradient_windows(plan, s, last_w, last_by_chunk), plan.overlap_dp
             )
             self.span(s, "dp_comm", "dp_allreduce", plan.dp_label, end - dp, dp)
             yield env.timeout(end - env.now)

@@ -58,6 +58,14 @@ def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
     return _stage_params(model, parallel.tp, layers, stage == 0, stage == last, last != 0)
 
 
+def chunk_params(model: ModelSpec, parallel: ParallelSpec, vs: int) -> float:
+    """Parameters one TP rank holds for virtual stage vs (one model chunk): its layers, plus the
+    embedding on the first and the final norm and output layer on the last."""
+    last = parallel.pp * parallel.chunks - 1
+    layers = parallel.chunk_layers(model.layers)[vs]
+    return _stage_params(model, parallel.tp, layers, vs == 0, vs == last, last != 0)
+
+
 @lru_cache(maxsize=4096)
 def _stage_params(
     model: ModelSpec, t: int, layers: int, first: bool, last: bool, apart: bool

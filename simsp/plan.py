@@ -25,7 +25,7 @@ from simsp.memory import (
     weight_bytes_per_param,
     weight_grad_bytes,
 )
-from simsp.params import stage_params
+from simsp.params import chunk_params, stage_params
 from simsp.precision import precision_rules
 from simsp.workload import Workload
 
@@ -94,6 +94,10 @@ class StageCosts:
     """Gradient buckets per stage (the overlapped all-reduce sends them one by one)."""
     embedding_sync_s: float
     optimizer_s: tuple[float, ...]
+    dp_chunks: tuple[tuple[tuple[float, int], ...], ...] = ()
+    """Per stage, per model chunk on it (local index): (share of dp_s, buckets). Each chunk's
+    reduction starts with its own last backward (chunk_gradients); empty: one window, the
+    stage's last backward, with dp_buckets."""
     param_gather_s: tuple[float, ...] = ()
     """Exposed all-gather of the updated parameters (distributed optimizer) per stage: all of it
     after the step, or with overlap_param_gather what the next forward cannot hide."""
@@ -275,8 +279,16 @@ def gradient_buckets(params: float, par, stage: int) -> int:
     reduction is off the critical path, their backward ending earlier)."""
     if not par.overlap_grad_reduce or stage != 0:
         return par.chunks
+    return par.chunks - 1 + first_chunk_buckets(params / par.chunks, par)
+
+
+def first_chunk_buckets(params: float, par) -> int:
+    """Buckets of model chunk 0's `params` gradients: bucket_params each, default Megatron-Core's
+    max(40M, 1M x dp x cp); one without overlap_grad_reduce."""
+    if not par.overlap_grad_reduce:
+        return 1
     size = par.bucket_params or max(MIN_BUCKET_PARAMS, 1_000_000 * par.dp * par.cp)
-    return par.chunks - 1 + max(1, math.ceil(params / par.chunks / size))
+    return max(1, math.ceil(params / size))
 
 
 def param_gather_exposed_s(
@@ -294,6 +306,54 @@ def param_gather_exposed_s(
     return max(0.0, first + max(0.0, gather_s - first - forward_s) - fill_s)
 
 
+def chunk_gradients(w: Workload, stage: int) -> tuple[tuple[float, int], ...]:
+    """(share of the stage's gradient bytes, buckets) of each model chunk on a stage, by local
+    chunk index. Megatron-Core wraps each chunk in its own DDP, whose reduction starts in that
+    chunk's last backward; only chunk 0 is cut into buckets of bucket_params
+    (megatron/training/training.py get_model: `disable_bucketing=(model_chunk_idx > 0)`, "since
+    communication for these model chunks is overlapped with compute anyway")."""
+    par = w.parallel
+    shares = [
+        chunk_params(w.model, par, schedule.virtual_stage(par.pp, stage, k, par.placement))
+        for k in range(par.chunks)
+    ]
+    total = sum(shares)
+    first = first_chunk_buckets(shares[0], par)
+    return tuple(
+        (n / total if total else 1 / par.chunks, first if k == 0 else 1)
+        for k, n in enumerate(shares)
+    )
+
+
+def gradient_windows(c, stage: int, last_w: tuple, last_by_chunk) -> tuple:
+    """(start, end, comm_s, buckets) of each model chunk's reduction on a stage, from the
+    (start, end) of each chunk's last backward; one window, the stage's last backward, where
+    the costs keep no per-chunk split."""
+    dp = c.dp_s[stage]
+    if not c.dp_chunks:
+        return ((*last_w, dp, c.dp_buckets[stage]),)
+    return tuple(
+        (*last_by_chunk[k], dp * share, buckets)
+        for k, (share, buckets) in enumerate(c.dp_chunks[stage])
+    )
+
+
+def chunked_gradients_done_s(now: float, windows, overlap: bool) -> float:
+    """When a stage's gradient reduction has finished, its model chunks reducing one after
+    another on one stream: windows = (backward_start, backward_end, comm_s, buckets) of each
+    chunk's last backward. Not overlapped: all of it after now. Overlapped: a chunk's buckets
+    are ready evenly over its last backward and each goes as soon as it is ready and the one
+    before it has gone, so after each chunk the stream is free at max(t + comm_s, end + c,
+    start + d + comm_s), c = comm_s / buckets, d = (end - start) / buckets."""
+    if not overlap:
+        return now + sum(w[2] for w in windows)
+    t = -math.inf
+    for start, end, comm, k in sorted(windows, key=lambda w: w[1]):
+        c, d = comm / k, (end - start) / k
+        t = max(t + comm, end + c, start + d + comm)
+    return max(now, t)
+
+
 def gradients_done_s(
     now: float,
     backward_start: float,
@@ -309,10 +369,9 @@ def gradients_done_s(
     time, as soon as it is ready, so the last ends at max(backward_end + c, backward_start + d +
     comm_s) with c = comm_s / buckets and d = (backward_end - backward_start) / buckets.
     """
-    if not overlap:
-        return now + comm_s
-    c, d = comm_s / buckets, (backward_end - backward_start) / buckets
-    return max(now, backward_end + c, backward_start + d + comm_s)
+    return chunked_gradients_done_s(
+        now, ((backward_start, backward_end, comm_s, buckets),), overlap
+    )
 
 
 def stage_costs(
@@ -352,6 +411,7 @@ def stage_costs(
         else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
         overlap_dp=par.overlap_grad_reduce,
         dp_buckets=buckets,
+        dp_chunks=by_stage(p, lambda s: chunk_gradients(w, s)) if par.chunks > 1 else (),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
         param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p)

@@ -136,6 +136,42 @@ def test_overlapped_gradient_buckets():
     )  # the stage was busy anyway
 
 
+def test_each_model_chunk_reduces_after_its_own_last_backward():
+    """Interleaved: chunk 1 finished its backwards at 4 s, chunk 0 at 10 s. Its 3 s reduction
+    runs from 4 s (done 7 s), then chunk 0's 1 s in 4 buckets over 8-10 s: done 10.25 s, where
+    one window, the last backward, with all 4 s in 5 buckets gives 8 + 0.4 + 4 = 12.4 s."""
+    import pytest
+
+    from simsp.plan import chunked_gradients_done_s, gradients_done_s
+
+    windows = ((8.0, 10.0, 1.0, 4), (3.0, 4.0, 3.0, 1))
+    assert chunked_gradients_done_s(10.0, windows, overlap=True) == 10.25
+    assert gradients_done_s(10.0, 8.0, 10.0, 4.0, 5, overlap=True) == pytest.approx(12.4)
+    assert chunked_gradients_done_s(10.0, windows, overlap=False) == 14.0
+    # a backlog: chunk 1's 9 s reduction still runs when chunk 0's buckets are ready
+    late = ((8.0, 10.0, 1.0, 4), (3.0, 4.0, 9.0, 1))
+    assert chunked_gradients_done_s(10.0, late, overlap=True) == 14.0
+
+
+def test_chunk_gradients_split_the_stage_by_chunk_params():
+    """Shares follow each chunk's parameters (the embedding rides on virtual stage 0); only
+    chunk 0 is bucketed (Megatron's disable_bucketing=(model_chunk_idx > 0))."""
+    import pytest
+
+    from simsp.config import load_workload
+    from simsp.params import chunk_params
+    from simsp.plan import chunk_gradients
+
+    w = load_workload("workloads/llama-3.1-70b.yaml")
+    par = w.parallel
+    grads = chunk_gradients(w, 0)
+    assert len(grads) == par.chunks and sum(s for s, _ in grads) == pytest.approx(1.0)
+    assert grads[0][1] > 1 and all(b == 1 for _, b in grads[1:])
+    first, second = chunk_params(w.model, par, 0), chunk_params(w.model, par, par.pp)
+    assert grads[0][0] / grads[1][0] == pytest.approx(first / second)
+    assert first > second  # the embedding
+
+
 def test_a_watched_replay_is_the_same_replay_in_slices():
     """simulate with a progress bar runs the same events in slices of simulated time and steps
     the bar engine.PROGRESS_STEPS times (whatever the estimate's error)."""

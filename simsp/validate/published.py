@@ -256,13 +256,6 @@ KNOWN_GAPS = {
         )
         for n in ("32k", "128k", "1024k")
     },
-    "nemo2502-b200-nemotron4-340b": (
-        "simsp overlaps a stage's gradient reduce-scatter with its last backward only "
-        "(plan.gradient_buckets); Megatron-Core starts each model chunk's reduce-scatter when "
-        "that chunk's last backward ends, across the interleaved cooldown. With v = 12, 8 "
-        "microbatches a pipeline and a 4-node DP group, simsp leaves 46% of the iteration as "
-        "exposed DP traffic (on GB200's NVLink the same run shows 2%)"
-    ),
     "foundry-a100-80-mpt-7b-64k-8": (
         "attention is most of the work at 64k tokens a sequence; llm-foundry runs ALiBi "
         "attention through its own kernel, and simsp's A100 FlashAttention-2 rows stop at 16k "
