@@ -1,5 +1,6 @@
 """One training run: model, batch and parallel plan, checked against the rules that bind them."""
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -87,6 +88,10 @@ class Workload:
         return counts[min(1, len(counts) - 1)] if self.parallel.uneven else counts[0]
 
 
+KERNEL_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
+"""What a kernel column of a FlashAttention table holds (fa2, fa3, cudnn, trace)."""
+
+
 def _rules(w: Workload):
     """(key, value, holds, rule) for every cross-field rule, in the order they are checked."""
     m, t, p = w.model, w.training, w.parallel
@@ -115,6 +120,18 @@ def _rules(w: Workload):
         t.fp8_recipe,
         t.fp8_recipe in FP8_RECIPES,
         f"must be one of {', '.join(FP8_RECIPES)}",
+    )
+    yield (
+        "training.attention_kernel",
+        t.attention_kernel,
+        not t.attention_kernel or bool(KERNEL_NAME.fullmatch(t.attention_kernel)),
+        "must be a kernel name of the hardware's flash_attention table (fa2, fa3, cudnn, ...)",
+    )
+    yield (
+        "training.attention_kernel",
+        t.attention_kernel,
+        not t.attention_kernel or m.attention == "flash",
+        f"names a fused-attention kernel, which model.attention {m.attention} does not run",
     )
     yield (
         "model.heads",

@@ -135,21 +135,20 @@ def is_gemm(k: Kernel) -> bool:
     return not name_kind(k) and any(s.lower() in k.name.lower() for s in GEMM_NAMES)
 
 
+def _first_named(text: str, table) -> str:
+    """The first label of (label, name parts) whose parts appear in text, or ''."""
+    text = text.lower()
+    return next((label for label, parts in table if any(p in text for p in parts)), "")
+
+
 def name_kind(k: Kernel) -> str:
     """The simsp kind a non-GEMM kernel's names say, or ''."""
-    text = f"{k.name} {k.op}".lower()
-    for kind, parts in NAME_KINDS:
-        if any(p in text for p in parts):
-            return kind
-    return ""
+    return _first_named(f"{k.name} {k.op}", NAME_KINDS)
 
 
 def collective_op(k: Kernel) -> str:
-    text = f"{k.name} {k.comm.name if k.comm else ''}".lower()
-    for op, parts in COLLECTIVE_NAMES:
-        if any(p in text for p in parts):
-            return op
-    return ""
+    """The collective an NCCL kernel's names say, or ''."""
+    return _first_named(f"{k.name} {k.comm.name if k.comm else ''}", COLLECTIVE_NAMES)
 
 
 def _expected(w: Workload) -> dict:

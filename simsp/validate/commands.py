@@ -24,17 +24,24 @@ def _fmt_time(s: float) -> str:
 
 def _worst_table(name: str, rs: list) -> list[str]:
     """One set's five worst cases, a line each under a heading."""
-    top = worst(rs)
-    width = max(12, *(len(r.case.name) for r in top))
+    return _results(f"{name}: five worst cases", worst(rs), "reference", naive=False)
+
+
+def _results(title: str, rs: list, reference: str, naive: bool) -> list[str]:
+    """A heading, then a line a case: reference and simsp times, error (and the naive
+    baseline's error), description."""
+    width = max(12, *(len(r.case.name) for r in rs))
+    extra = f" {'naive':>7s}" if naive else ""
     lines = [
         "",
-        f"{name}: five worst cases",
-        f"  {'case':{width}s} {'reference':>12s} {'simsp':>12s} {'error':>7s}  description",
+        title,
+        f"  {'case':{width}s} {reference:>12s} {'simsp':>12s} {'error':>7s}{extra}  description",
     ]
-    for r in top:
+    for r in rs:
+        naive_err = f" {r.naive_error:+7.1%}" if naive else ""
         lines.append(
             f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
-            f"{r.error:+7.1%}  {r.case.description}"
+            f"{r.error:+7.1%}{naive_err}  {r.case.description}"
         )
     return lines
 
@@ -51,18 +58,8 @@ def _gaps(rs: list) -> list[str]:
 
 def _case_table(name: str, rs: list) -> list[str]:
     """Every case of a set with a naive baseline: measured, simsp, error, naive error."""
-    width = max(12, *(len(r.case.name) for r in rs))
-    lines = [
-        "",
-        f"{name}: every case (naive = model FLOPs / (0.5 x 16-bit peak x GPUs))",
-        f"  {'case':{width}s} {'measured':>12s} {'simsp':>12s} {'error':>7s} {'naive':>7s}",
-    ]
-    for r in rs:
-        lines.append(
-            f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
-            f"{r.error:+7.1%} {r.naive_error:+7.1%}  {r.case.description}"
-        )
-    return lines
+    title = f"{name}: every case (naive = model FLOPs / (0.5 x 16-bit peak x GPUs))"
+    return _results(title, rs, "measured", naive=True)
 
 
 def _speedup_table(speedup: dict) -> list[str]:
