@@ -44,6 +44,7 @@ from simsp.plan import (
     StageCosts,
     chunked_gradients_done_s,
     gradient_windows,
+    gradients_done_s,
     stage_costs,
 )
 from simsp.schedule import build, stage_and_chunk, virtual_stage
@@ -119,7 +120,10 @@ def stage_done_s(c, ends=None) -> tuple[float, ...]:
     synced = (0, c.last_stage) if c.embedding_sync_s > 0 else ()
     for s, (end, w_start, w_end, by_chunk) in enumerate(ends or pipeline_ends(c)):
         dp = c.dp_s[s]
-        if dp > 0:
+        if dp > 0 and not c.dp_chunks:
+            end = gradients_done_s(end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp)
+        elif dp > 0:
+            by_chunk = by_chunk or last_backwards(c, s, w_start)
             windows = gradient_windows(c, s, (w_start, w_end), by_chunk)
             end = chunked_gradients_done_s(end, windows, c.overlap_dp)
         if s in synced:
@@ -145,12 +149,13 @@ def last_backwards(c, s: int, w_start: float) -> tuple[tuple[float, float], ...]
 def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
     """(end of its last pass and send, start and end of its last weight-gradient pass, and the
     (start, end) of each model chunk's last one) per stage: from the pipeline formula for the
-    classic schedules on alike stages (last_backwards for the chunks), else from `walk` (the
-    other schedules; stages that recompute differently)."""
+    classic schedules on alike stages (the chunks None: stage_done_s places them by
+    last_backwards where it needs them), else from `walk` (the other schedules; stages that
+    recompute differently)."""
     if c.schedule not in CLASSIC or not c.alike_stages:
         return walk(c, build(c.schedule, c.p, c.m, c.v))
     return tuple(
-        (end, start, start + c.chunks[s].backward_s, last_backwards(c, s, start))
+        (end, start, start + c.chunks[s].backward_s, None)  # chunks: last_backwards, if needed
         for s, (end, start) in enumerate(stage_finish_s(c))
     )
 

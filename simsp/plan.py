@@ -347,6 +347,9 @@ def chunked_gradients_done_s(now: float, windows, overlap: bool) -> float:
     start + d + comm_s), c = comm_s / buckets, d = (end - start) / buckets."""
     if not overlap:
         return now + sum(w[2] for w in windows)
+    if len(windows) == 1:  # the usual case, without the sort
+        start, end, comm, k = windows[0]
+        return max(now, end + comm / k, start + (end - start) / k + comm)
     t = -math.inf
     for start, end, comm, k in sorted(windows, key=lambda w: w[1]):
         c, d = comm / k, (end - start) / k
@@ -411,7 +414,9 @@ def stage_costs(
         else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
         overlap_dp=par.overlap_grad_reduce,
         dp_buckets=buckets,
-        dp_chunks=by_stage(p, lambda s: chunk_gradients(w, s)) if par.chunks > 1 else (),
+        dp_chunks=by_stage(p, lambda s: chunk_gradients(w, s))
+        if par.chunks > 1 and par.overlap_grad_reduce and par.dp * par.cp > 1
+        else (),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
         param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p)

@@ -2,7 +2,7 @@
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from simsp.errors import InputError
 from simsp.model import (
@@ -39,7 +39,7 @@ class TrainingSpec:
     table (fa2, fa3, cudnn, ...); empty means the hardware file's calibration.attention_kernel
     (what Transformer Engine picks there)."""
 
-    @property
+    @cached_property
     def numerics(self) -> Numerics:
         """The precision and kernels as the layer and memory models read them."""
         return Numerics(self.precision, self.fp8_recipe, self.attention_kernel)
