@@ -435,7 +435,7 @@ def _param_gather(
     (v = 1), or the warm-up's p forwards of the chunk before (interleaved); the fill is the
     forwards and sends of the stages before."""
     par, p = w.parallel, w.parallel.pp
-    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s]))
+    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s))
     warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
     fill, out = 0.0, []
     for s in range(p):

@@ -75,6 +75,8 @@ class Numerics:
     recipe: str = "delayed"
     attention_kernel: str = ""
     """A kernel of the hardware's flash_attention table; empty: the hardware file's own."""
+    fp8_param_gather: bool = False
+    """FP8 primary weights (Megatron --fp8-param-gather, TE fp8_model_init): no BF16 copy."""
 
     @property
     def fp8(self) -> bool:
@@ -86,10 +88,20 @@ class Numerics:
 
     def weight_copy_bytes(self) -> float:
         """Bytes a linear weight's parameter keeps beside its BF16 copy: FP8 row-wise and
-        transposed copies with their scales under FP8, none under BF16."""
+        transposed copies with their scales under FP8, none under BF16. With FP8 primary
+        weights the row-wise copy is the parameter and the BF16 one is gone."""
         if not self.fp8:
             return 0.0
-        return 2 * (BYTES_FP8 + self.fp8_recipe.scale_bytes)
+        copies = 2 * (BYTES_FP8 + self.fp8_recipe.scale_bytes)
+        return copies - BYTES_16BIT if self.fp8_param_gather else copies
+
+    def gathered_bytes(self) -> float:
+        """Bytes a linear weight's parameter moves in the distributed optimizer's all-gather:
+        FP8 (and its scales) with FP8 primary weights, "reducing the all-gather overhead by
+        half" (Megatron-Bridge docs, performance guide); else BF16."""
+        if self.fp8 and self.fp8_param_gather:
+            return BYTES_FP8 + self.fp8_recipe.scale_bytes
+        return BYTES_16BIT
 
 
 BF16 = Numerics()

@@ -39,10 +39,17 @@ class TrainingSpec:
     table (fa2, fa3, cudnn, ...); empty means the hardware file's calibration.attention_kernel
     (what Transformer Engine picks there)."""
 
+    fp8_param_gather: bool = False
+    """FP8 primary weights (Megatron-LM --fp8-param-gather, Transformer Engine fp8_model_init):
+    the linear weights live in FP8, without their BF16 copy, and the distributed optimizer
+    all-gathers them in FP8; needs precision fp8."""
+
     @cached_property
     def numerics(self) -> Numerics:
         """The precision and kernels as the layer and memory models read them."""
-        return Numerics(self.precision, self.fp8_recipe, self.attention_kernel)
+        return Numerics(
+            self.precision, self.fp8_recipe, self.attention_kernel, self.fp8_param_gather
+        )
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,12 @@ def _rules(w: Workload):
         t.fp8_recipe,
         t.fp8_recipe in FP8_RECIPES,
         f"must be one of {', '.join(FP8_RECIPES)}",
+    )
+    yield (
+        "training.fp8_param_gather",
+        t.fp8_param_gather,
+        not t.fp8_param_gather or t.precision == "fp8",
+        "needs training.precision fp8 (Megatron-LM: --fp8-param-gather requires --fp8-format)",
     )
     yield (
         "training.attention_kernel",

@@ -206,3 +206,33 @@ def test_mxfp8_needs_blackwell():
         run(_workload(recipe="mxfp8"), _h100())
     b200 = load_hardware(ROOT / "hardware" / "dgx-b200.yaml")
     assert run(_workload(recipe="mxfp8"), b200).iteration_time_s > 0
+
+
+def test_fp8_primary_weights_drop_the_bf16_copy_and_gather_in_fp8():
+    """--fp8-param-gather: a linear weight keeps FP8 row-wise + transposed copies instead of its
+    BF16 copy beside them (2 bytes less a parameter), and the distributed optimizer's all-gather
+    moves 1 byte a linear parameter instead of 2."""
+    from simsp.cost.stage_time import gathered_bytes
+    from simsp.params import stage_params
+
+    plain, primary = _workload(), _workload()
+    primary = dataclasses.replace(
+        primary, training=dataclasses.replace(primary.training, fp8_param_gather=True)
+    )
+    layers = plain.parallel.stage_layers(plain.model.layers, 0)
+    linear = layers * linear_params_per_rank(plain.model, plain.parallel.tp)
+    saved = stage_memory(plain, 0).weights_and_optimizer_bytes
+    saved -= stage_memory(primary, 0).weights_and_optimizer_bytes
+    assert saved == pytest.approx(2 * linear)
+    params = stage_params(plain.model, plain.parallel, 0)
+    assert gathered_bytes(plain, 0, params) == pytest.approx(2 * params)
+    assert gathered_bytes(primary, 0, params) == pytest.approx(2 * params - linear)
+
+
+def test_fp8_param_gather_needs_fp8():
+    w = _workload("bf16")
+    bad = dataclasses.replace(w, training=dataclasses.replace(w.training, fp8_param_gather=True))
+    from simsp.workload import validate
+
+    with pytest.raises(InputError, match="training.fp8_param_gather"):
+        validate(bad, "w")

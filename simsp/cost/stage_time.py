@@ -128,13 +128,27 @@ def dp_allreduce_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> 
     return cost.network.group_s(op, grad_bytes(w) * params, lay.group("-".join(GRADIENT_GROUP)))
 
 
-def param_gather_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> float:
+def param_gather_s(
+    w: Workload, cost: CostModel, lay: Layout, params: float, stage: int = 0
+) -> float:
     """With the distributed optimizer, the all-gather of a stage's updated 16-bit parameters
     from the shards each rank stepped (Megatron-Core `start_param_sync`); 0 without it."""
     if not w.parallel.distributed_optimizer:
         return 0.0
     group = lay.group("-".join(GRADIENT_GROUP))
-    return cost.network.group_s("all_gather", BYTES_16BIT * params, group)
+    return cost.network.group_s("all_gather", gathered_bytes(w, stage, params), group)
+
+
+def gathered_bytes(w: Workload, stage: int, params: float) -> float:
+    """Bytes of a stage's parameter all-gather: 16-bit, with FP8 primary weights the linear
+    layers' in FP8."""
+    per_linear = w.training.numerics.gathered_bytes()
+    if per_linear == BYTES_16BIT:
+        return BYTES_16BIT * params
+    linear = w.parallel.stage_layers(w.model.layers, stage) * linear_params_per_rank(
+        w.model, w.parallel.tp
+    )
+    return BYTES_16BIT * (params - linear) + per_linear * linear
 
 
 def embedding_sync_s(w: Workload, cost: CostModel) -> float:

@@ -10,11 +10,14 @@ the ratio, which cancels what both precisions share (pipeline, communication, ho
 What the READMEs leave unstated comes from the NeMo 1.0 launcher configs of the same tags, as
 the compiler of the file read them (its `notes`): sequence parallelism, the distributed optimizer
 with overlapped gradient reduce and parameter gather, TP communication overlap, no activation
-recompute, FP8 by delayed scaling with `fp8_hybrid` (E4M3 forward, E5M2 backward). Not exact
+recompute, FP8 by delayed scaling with `fp8_hybrid` (E4M3 forward, E5M2 backward), and FP8
+primary weights where the entry's recipe notes say so (`fp8_params=true`,
+`fp8_param_gather=True`). Not exact
 pairs (different layouts), MaxText runs (JAX, not Transformer Engine) and MoE models are skipped
 with the reason.
 """
 
+import re
 from pathlib import Path
 
 from simsp.errors import InputError
@@ -37,6 +40,11 @@ RECIPE_NOTE = (
     "optimizer with overlapped grad reduce and param gather, TP comm overlap, no recompute, "
     "FP8 delayed scaling (fp8_hybrid)"
 )
+
+
+FP8_PARAMS = re.compile(r"fp8_param(s|_gather)\s*=\s*true", re.IGNORECASE)
+"""How the pairs file's recipe notes record FP8 primary weights (launcher `model.fp8_params`,
+NeMo 2.0 `fp8_param_gather`)."""
 
 
 def read_pairs(data_dir=None) -> list[dict]:
@@ -133,7 +141,11 @@ def pair_cases(data_dir=None):
                         name,
                         _model(m),
                         training_spec(
-                            par["global_batch"], par["micro_batch"], precision, "delayed"
+                            par["global_batch"],
+                            par["micro_batch"],
+                            precision,
+                            "delayed",
+                            fp8_param_gather=bool(FP8_PARAMS.search(p["fp8"].get("recipe", ""))),
                         ),
                         parallel,
                     ),

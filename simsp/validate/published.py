@@ -327,10 +327,15 @@ def _model(row: dict) -> ModelSpec:
 
 
 def training_spec(
-    global_batch: int, micro_batch: int, precision: str, fp8_recipe: str, attention_kernel=""
+    global_batch: int,
+    micro_batch: int,
+    precision: str,
+    fp8_recipe: str,
+    attention_kernel="",
+    fp8_param_gather=False,
 ):
     """The one place a case's precision and attention kernel enter its workload
-    (TrainingSpec.precision, .fp8_recipe, .attention_kernel)."""
+    (TrainingSpec.precision, .fp8_recipe, .attention_kernel, .fp8_param_gather)."""
     fp8 = precision == "fp8"
     return TrainingSpec(
         global_batch=global_batch,
@@ -338,6 +343,7 @@ def training_spec(
         precision="fp8" if fp8 else "bf16",
         fp8_recipe=fp8_recipe if fp8 else "delayed",
         attention_kernel=attention_kernel,
+        fp8_param_gather=fp8 and fp8_param_gather,
     )
 
 
