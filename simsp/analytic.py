@@ -34,19 +34,13 @@ from simsp.cost import cost_model
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import layer_time
 from simsp.flops import hardware_flops, model_flops, utilization
+from simsp.gradient_sync import chunked_gradients_done_s, gradient_windows, gradients_done_s
 from simsp.hardware import HardwareSpec
 from simsp.layout import LAYER_GROUPS
 from simsp.memory import CLASSIC
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.plan import (
-    Parts,
-    StageCosts,
-    chunked_gradients_done_s,
-    gradient_windows,
-    gradients_done_s,
-    stage_costs,
-)
+from simsp.plan import Parts, StageCosts, stage_costs
 from simsp.schedule import build, stage_and_chunk, virtual_stage
 from simsp.workload import TrainingSpec, Workload
 

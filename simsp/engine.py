@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import simpy
 
-from simsp.plan import Plan, chunked_gradients_done_s, gradient_windows
+from simsp.gradient_sync import chunked_gradients_done_s, gradient_windows
+from simsp.plan import Plan
 from simsp.schedule import stage_and_chunk, virtual_stage
 from simsp.trace import MemorySample, Span
 

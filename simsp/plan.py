@@ -6,7 +6,6 @@ layers, plus the embedding on the first virtual stage and the output layer on th
 """
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -15,6 +14,7 @@ from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.errors import InputError
+from simsp.gradient_sync import chunk_gradients, gradient_buckets, param_gather_exposed_s
 from simsp.layer import build_layer
 from simsp.layout import LAYER_GROUPS, Layout, layout
 from simsp.memory import (
@@ -25,7 +25,7 @@ from simsp.memory import (
     weight_bytes_per_param,
     weight_grad_bytes,
 )
-from simsp.params import chunk_params, stage_params
+from simsp.params import stage_params
 from simsp.precision import precision_rules
 from simsp.workload import Workload
 
@@ -246,11 +246,6 @@ def chunk_costs(
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
 
 
-MIN_BUCKET_PARAMS = 40_000_000
-"""Megatron-LM training.py: `bucket_size = max(40000000, 1000000 * dp_size)` parameters, dp_size
-counting the context-parallel ranks."""
-
-
 def _side_comms(lt: LayerTime, n: int, sharded) -> tuple[SideComm, ...]:
     """A chunk's CP and FSDP communication as drawn beside its passes (lt: its layers' costs;
     with partial recompute the layers that keep their activations, whose recompute re-sends
@@ -270,111 +265,6 @@ def _side_comms(lt: LayerTime, n: int, sharded) -> tuple[SideComm, ...]:
             )
         )
     return tuple(out)
-
-
-def gradient_buckets(params: float, par, stage: int) -> int:
-    """Buckets a stage's gradients are reduced in (Megatron-Core r0.13
-    distributed_data_parallel.py): one per model chunk, unless the reduction overlaps backward,
-    on the first stage, whose first chunk is cut into buckets of bucket_params (the others'
-    reduction is off the critical path, their backward ending earlier)."""
-    if not par.overlap_grad_reduce or stage != 0:
-        return par.chunks
-    return par.chunks - 1 + first_chunk_buckets(params / par.chunks, par)
-
-
-def first_chunk_buckets(params: float, par) -> int:
-    """Buckets of model chunk 0's `params` gradients: bucket_params each, default Megatron-Core's
-    max(40M, 1M x dp x cp); one without overlap_grad_reduce."""
-    if not par.overlap_grad_reduce:
-        return 1
-    size = par.bucket_params or max(MIN_BUCKET_PARAMS, 1_000_000 * par.dp * par.cp)
-    return max(1, math.ceil(params / size))
-
-
-def param_gather_exposed_s(
-    gather_s: float, buckets: int, overlap: bool, forward_s: float, fill_s: float
-) -> float:
-    """The part of the parameter all-gather a stage waits for. Not overlapped: all of it, after
-    the step. Overlapped (Megatron-Core --overlap-param-gather): the first bucket is issued by
-    the next forward's pre-hook and waited for; each later one is prefetched while the one
-    before is used, so only what the forward before it cannot cover (forward_s: the stage's
-    forward work before its last bucket is needed) shows, less the pipeline fill a later stage
-    waits anyway (fill_s)."""
-    if not overlap or gather_s <= 0:
-        return gather_s
-    first = gather_s / buckets
-    return max(0.0, first + max(0.0, gather_s - first - forward_s) - fill_s)
-
-
-def chunk_gradients(w: Workload, stage: int) -> tuple[tuple[float, int], ...]:
-    """(share of the stage's gradient bytes, buckets) of each model chunk on a stage, by local
-    chunk index. Megatron-Core wraps each chunk in its own DDP, whose reduction starts in that
-    chunk's last backward; only chunk 0 is cut into buckets of bucket_params
-    (megatron/training/training.py get_model: `disable_bucketing=(model_chunk_idx > 0)`, "since
-    communication for these model chunks is overlapped with compute anyway")."""
-    par = w.parallel
-    shares = [
-        chunk_params(w.model, par, schedule.virtual_stage(par.pp, stage, k, par.placement))
-        for k in range(par.chunks)
-    ]
-    total = sum(shares)
-    first = first_chunk_buckets(shares[0], par)
-    return tuple(
-        (n / total if total else 1 / par.chunks, first if k == 0 else 1)
-        for k, n in enumerate(shares)
-    )
-
-
-def gradient_windows(c, stage: int, last_w: tuple, last_by_chunk) -> tuple:
-    """(start, end, comm_s, buckets) of each model chunk's reduction on a stage, from the
-    (start, end) of each chunk's last backward; one window, the stage's last backward, where
-    the costs keep no per-chunk split."""
-    dp = c.dp_s[stage]
-    if not c.dp_chunks:
-        return ((*last_w, dp, c.dp_buckets[stage]),)
-    return tuple(
-        (*last_by_chunk[k], dp * share, buckets)
-        for k, (share, buckets) in enumerate(c.dp_chunks[stage])
-    )
-
-
-def chunked_gradients_done_s(now: float, windows, overlap: bool) -> float:
-    """When a stage's gradient reduction has finished, its model chunks reducing one after
-    another on one stream: windows = (backward_start, backward_end, comm_s, buckets) of each
-    chunk's last backward. Not overlapped: all of it after now. Overlapped: a chunk's buckets
-    are ready evenly over its last backward and each goes as soon as it is ready and the one
-    before it has gone, so after each chunk the stream is free at max(t + comm_s, end + c,
-    start + d + comm_s), c = comm_s / buckets, d = (end - start) / buckets."""
-    if not overlap:
-        return now + sum(w[2] for w in windows)
-    if len(windows) == 1:  # the usual case, without the sort
-        start, end, comm, k = windows[0]
-        return max(now, end + comm / k, start + (end - start) / k + comm)
-    t = -math.inf
-    for start, end, comm, k in sorted(windows, key=lambda w: w[1]):
-        c, d = comm / k, (end - start) / k
-        t = max(t + comm, end + c, start + d + comm)
-    return max(now, t)
-
-
-def gradients_done_s(
-    now: float,
-    backward_start: float,
-    backward_end: float,
-    comm_s: float,
-    buckets: int,
-    overlap: bool,
-) -> float:
-    """When a stage's DP gradient all-reduce has finished.
-
-    Not overlapped: it starts once the stage is otherwise done (now). Overlapped: the last
-    backward makes its buckets ready evenly over its span and each is all-reduced, one at a
-    time, as soon as it is ready, so the last ends at max(backward_end + c, backward_start + d +
-    comm_s) with c = comm_s / buckets and d = (backward_end - backward_start) / buckets.
-    """
-    return chunked_gradients_done_s(
-        now, ((backward_start, backward_end, comm_s, buckets),), overlap
-    )
 
 
 def stage_costs(

@@ -121,7 +121,7 @@ def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware)
 
 def test_overlapped_gradient_buckets():
     """One bucket cannot start before the backward ends; many hide all but the last bucket."""
-    from simsp.plan import gradients_done_s
+    from simsp.gradient_sync import gradients_done_s
 
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=False) == 11.0
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=True) == 11.0
@@ -142,7 +142,7 @@ def test_each_model_chunk_reduces_after_its_own_last_backward():
     one window, the last backward, with all 4 s in 5 buckets gives 8 + 0.4 + 4 = 12.4 s."""
     import pytest
 
-    from simsp.plan import chunked_gradients_done_s, gradients_done_s
+    from simsp.gradient_sync import chunked_gradients_done_s, gradients_done_s
 
     windows = ((8.0, 10.0, 1.0, 4), (3.0, 4.0, 3.0, 1))
     assert chunked_gradients_done_s(10.0, windows, overlap=True) == 10.25
@@ -159,8 +159,8 @@ def test_chunk_gradients_split_the_stage_by_chunk_params():
     import pytest
 
     from simsp.config import load_workload
+    from simsp.gradient_sync import chunk_gradients
     from simsp.params import chunk_params
-    from simsp.plan import chunk_gradients
 
     w = load_workload("workloads/llama-3.1-70b.yaml")
     par = w.parallel

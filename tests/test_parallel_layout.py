@@ -11,12 +11,12 @@ from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
 from simsp.cost.network import NetworkModel
+from simsp.gradient_sync import gradient_buckets, param_gather_exposed_s
 from simsp.layer import build_layer
 from simsp.layout import layer_placement, layout
 from simsp.memory import activation_per_layer_bytes, stage_memory
 from simsp.parallel import ParallelSpec
 from simsp.params import layer_params_per_rank, stage_params
-from simsp.plan import gradient_buckets, param_gather_exposed_s
 from simsp.workload import validate
 
 H100 = load_hardware("hardware/dgx-h100.yaml")
