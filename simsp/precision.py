@@ -37,9 +37,6 @@ from dataclasses import dataclass
 from simsp.units import BYTES_16BIT
 
 PRECISIONS = ("bf16", "fp8")
-FP8_RECIPES = ("delayed", "current", "mxfp8", "blockwise")
-"""Transformer Engine's recipes: DelayedScaling, Float8CurrentScaling, MXFP8BlockScaling,
-Float8BlockScaling (transformer_engine/common/recipe)."""
 BYTES_FP8 = 1
 
 
@@ -64,6 +61,9 @@ RECIPES = {
     "mxfp8": Recipe("mxfp8", 1 / 32, False, True, True),
     "blockwise": Recipe("blockwise", 4 / 128, False, False, True),
 }
+FP8_RECIPES = tuple(RECIPES)
+"""Transformer Engine's recipes: DelayedScaling, Float8CurrentScaling, MXFP8BlockScaling,
+Float8BlockScaling (transformer_engine/common/recipe)."""
 
 
 @dataclass(frozen=True)
