@@ -155,7 +155,7 @@ def test_validate_json_names_the_published_sets(capsys):
 
 def test_every_case_beyond_the_gap_bound_has_a_written_reason():
     """The issue's bar: no case worse than 30% without a written reason. The reasons are data
-    (published.KNOWN_GAPS), so a new miss shows as NO WRITTEN REASON and fails here."""
+    (recipes.KNOWN_GAPS), so a new miss shows as NO WRITTEN REASON and fails here."""
     from simsp.validate.cases import GAP_REPORTED
     from simsp.validate.published import KNOWN_GAPS
     from simsp.validate.runner import run_validation

@@ -11,7 +11,7 @@ Sets (each a list of Cases, a measured time and the run that produced it):
 * `published-a100`, `published-h100`, `published-b200` (B200 and GB200): 64 published runs
   (NeMo / Megatron-Bridge performance tables, llm-foundry's MPT tables) derived into
   `data/published_runs.csv` by `derive_published`; unstated settings from the named framework
-  version's recipe (`published.RECIPES`), each case with the naive baseline beside it;
+  version's recipe (`recipes.RECIPES`), each case with the naive baseline beside it;
 * `vtrain-single`: NOT measurement but a comparison with a peer simulator: vTrain's 1,440
   single-node rows are its own predictor's output without recompute (`peer` holds the checks;
   data/README.md), so simsp runs them without recompute too.

@@ -1,0 +1,143 @@
+"""What each framework version's performance recipe sets where a published table is silent, and
+the published runs simsp treats specially: per-run overrides the configs state, runs it cannot
+express, and the written reasons for the ones it misses by far. Data only; published.py reads it.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a framework version's performance recipe sets where the published table is silent."""
+
+    source: str
+    """Where the defaults were read (repository, path, tag or commit)."""
+    fp8_recipe: str
+    """Transformer Engine scaling recipe its FP8 runs use, and why."""
+    fp8_why: str
+    tp_comm_overlap: bool = True
+    """Userbuffers TP overlap where tp > 1 (needs SP)."""
+    grad_reduce_in_fp32: bool = False
+    """False where the recipe reduces gradients in bf16 (grad_sync_dtype / grad_reduce_in_fp32)."""
+    overlap: bool = True
+    """Distributed optimizer with overlapped grad reduce and param gather."""
+    attention_kernel: str = ""
+    """The fused-attention kernel its runs use, where not Transformer Engine's (the hardware
+    file's attention_kernel)."""
+
+
+_LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
+_NEMO2 = "NVIDIA/NeMo nemo/collections/llm/recipes/*.py + scripts"
+_MB = "NVIDIA-NeMo/Megatron-Bridge scripts/performance + src/megatron/bridge/recipes"
+
+RECIPES = {
+    "NeMo 24.07": Recipe(
+        f"{_LAUNCHER} and examples/training/*/h100/*_fp8.sh @ tag 24.07 (8325688d): SP where "
+        "tp > 1, activations_checkpoint_granularity null (none), optim distributed_fused_adam "
+        "with overlap_grad_sync/overlap_param_sync, ub_tp_comm_overlap as each config sets it, "
+        "grad_sync_dtype=bf16 in the FP8 examples",
+        "delayed",
+        "fp8_hybrid with fp8_amax_history_len/compute_algo: TE DelayedScaling",
+    ),
+    "NeMo 24.03": Recipe(
+        f"{_LAUNCHER}/llama/llama2_7b.yaml @ tag 24.03 (d4ec7c8b): micro_batch_size 1, "
+        "checkpointing null (none), distributed_fused_adam with overlap_grad_sync/"
+        "overlap_param_sync; SP taken on where tp > 1 as in every launcher config with tp > 1",
+        "delayed",
+        "fp8 amax history 1024 / max: TE DelayedScaling",
+        tp_comm_overlap=False,
+        grad_reduce_in_fp32=True,
+    ),
+    "NeMo 25.02": Recipe(
+        f"{_NEMO2}/llm/performance (v2.2.0): utils.py sequence_parallel = tp > 1; recipes' "
+        "distributed_fused_adam_with_cosine_annealing, DistributedDataParallelConfig("
+        "overlap_grad_reduce, overlap_param_gather), MegatronCommOverlapCallback("
+        "tp_comm_overlap=True); no recompute",
+        "delayed",
+        "v2.2.0 has no --fp8_recipe; its fp8 plugin bf16_with_fp8_mixed is delayed scaling",
+        grad_reduce_in_fp32=True,
+    ),
+    "NeMo 25.04": Recipe(
+        f"{_NEMO2}/performance (v2.3.0): utils.set_primary_perf_configs (SP = tp > 1, "
+        "grad_reduce_in_fp32 False under fp8, recompute_layers / use_mcore_fsdp from "
+        "recommended_model_configs/model_configs_*.csv), recipes as 25.02",
+        "delayed",
+        "argument_parser --fp8_recipe default 'ds' (per-tensor delayed scaling)",
+    ),
+    "Megatron-Bridge 25.09": Recipe(
+        f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
+        "distributed optimizer with overlap_grad_reduce/overlap_param_gather, CommOverlapConfig("
+        "tp_comm_overlap=True) for tp > 1, SP for tp > 1, no recompute in the rows used",
+        "delayed",
+        "table says per-tensor FP8 without naming it; argument_parser --fp8_recipe default 'ds'",
+    ),
+    "Megatron-Bridge 25.11": Recipe(
+        f"{_MB} @ v0.2.0 (workload_base_configs.py, helpers.py): as 25.09",
+        "current",
+        "table column Precision 'FP8-CS' (current scaling)",
+    ),
+    "Megatron-Bridge 26.04": Recipe(
+        f"{_MB} @ v0.4.1 (configs/llama/*_workload_base_configs.py): as 25.09",
+        "current",
+        "table 'FP8' beside separate 'MXFP8' rows; v0.4 --compute_dtype offers fp8_cs as the "
+        "only per-tensor FP8",
+    ),
+    "Megatron-Bridge 26.06": Recipe(
+        f"{_MB} @ v0.5.0 (configs/llama/llama31_workload_base_configs.py): as 25.09",
+        "current",
+        "as 26.04",
+    ),
+    "llm-foundry": Recipe(
+        "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
+        "activation checkpointing as the table states, FlashAttention, ALiBi, no biases, "
+        "no dropout (mpt yamls)",
+        "delayed",
+        "amp_fp8 runs TE's fp8_autocast, whose default recipe is DelayedScaling (assumed: the "
+        "table names no recipe)",
+        tp_comm_overlap=False,
+        overlap=False,
+        # llm-foundry's MPT attention is its own attn_impl (flash-attn 2, or its Triton kernel
+        # for ALiBi), not TE's cuDNN backend: the FA2 rows are the measured kernel nearest it
+        attention_kernel="fa2",
+    ),
+}
+
+TP_OVERLAP_OFF = {
+    # launcher 24.07 configs with ub_tp_comm_overlap False although tp > 1
+    "nemo2407-h100-gpt3-175b-128": "gpt3/175b.yaml ub_tp_comm_overlap False",
+    "nemo2407-h100-gpt3-175b-512": "gpt3/175b.yaml ub_tp_comm_overlap False",
+    "nemo2407-h100-nemotron-340b": "nemotron/nemotron_340b.yaml ub_tp_comm_overlap False",
+}
+RECOMPUTE = {
+    "nemo2407-h100-nemotron-340b": (
+        "selective",
+        "launcher 24.07 nemotron/nemotron_340b.yaml activations_checkpoint_granularity selective",
+    ),
+}
+KNOWN_GAPS = {
+    **{
+        f"nemo-longseq-h100-llama2-7b-{n}": (
+            "long-sequence table: its time is derived from TFLOP/s/GPU with NeMo's llama2 FLOPs "
+            "(causal attention not halved); attention is most of the work at this length, so "
+            "if that table halved causal attention (it does not say) the measured times are "
+            "shorter and simsp's error smaller. simsp also leaves out TE's context-parallel "
+            "per-step softmax-correction and gradient-accumulation kernels, and holds the "
+            "attention rates flat past the 16k the FA3 paper measured"
+        )
+        for n in ("32k", "128k", "1024k")
+    },
+    "foundry-a100-80-mpt-7b-64k-8": (
+        "attention is most of the work at 64k tokens a sequence; llm-foundry runs ALiBi "
+        "attention through its own kernel, and simsp's A100 FlashAttention-2 rows stop at 16k "
+        "and are held flat beyond"
+    ),
+}
+"""Cases simsp misses by more than validate's GAP_REPORTED, and the written reason."""
+
+SKIP = {
+    "mb2604-gb200-llama3-70b-fsdp": (
+        "the recipe offloads 40 layers' activations to CPU (Megatron-Bridge v0.4.1 "
+        "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2 cpu_offloading_num_layers=40): simsp has no "
+        "activation offloading"
+    ),
+}
