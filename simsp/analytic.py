@@ -115,11 +115,13 @@ def stage_done_s(c, ends=None) -> tuple[float, ...]:
     for s, (end, w_start, w_end, by_chunk) in enumerate(ends or pipeline_ends(c)):
         dp = c.dp_s[s]
         if dp > 0 and not c.dp_chunks:
-            end = gradients_done_s(end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp)
+            end = gradients_done_s(
+                end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp, c.comm_sm_share
+            )
         elif dp > 0:
             by_chunk = by_chunk or last_backwards(c, s, w_start)
             windows = gradient_windows(c, s, (w_start, w_end), by_chunk)
-            end = chunked_gradients_done_s(end, windows, c.overlap_dp)
+            end = chunked_gradients_done_s(end, windows, c.overlap_dp, c.comm_sm_share)
         if s in synced:
             end += c.embedding_sync_s
         done.append(end)

@@ -137,7 +137,10 @@ class _Run:
         dp = plan.dp_s[s]
         if dp > 0:
             end = chunked_gradients_done_s(
-                env.now, gradient_windows(plan, s, last_w, last_by_chunk), plan.overlap_dp
+                env.now,
+                gradient_windows(plan, s, last_w, last_by_chunk),
+                plan.overlap_dp,
+                plan.comm_sm_share,
             )
             self.span(s, "dp_comm", "dp_allreduce", plan.dp_label, end - dp, dp)
             yield env.timeout(end - env.now)

@@ -82,23 +82,36 @@ def gradient_windows(c, stage: int, last_w: tuple, last_by_chunk) -> tuple:
     )
 
 
-def chunked_gradients_done_s(now: float, windows, overlap: bool) -> float:
+def chunked_gradients_done_s(now: float, windows, overlap: bool, sm_share: float = 0.0) -> float:
     """When a stage's gradient reduction has finished, its model chunks reducing one after
     another on one stream: windows = (backward_start, backward_end, comm_s, buckets) of each
     chunk's last backward. Not overlapped: all of it after now. Overlapped: a chunk's buckets
     are ready evenly over its last backward and each goes as soon as it is ready and the one
     before it has gone, so after each chunk the stream is free at max(t + comm_s, end + c,
-    start + d + comm_s), c = comm_s / buckets, d = (end - start) / buckets."""
+    start + d + comm_s), c = comm_s / buckets, d = (end - start) / buckets; the compute beside
+    it ran on the SMs the reduction left (shared_sms_done_s)."""
+    comm_s = sum(w[2] for w in windows)
     if not overlap:
-        return now + sum(w[2] for w in windows)
+        return now + comm_s
     if len(windows) == 1:  # the usual case, without the sort
         start, end, comm, k = windows[0]
-        return max(now, end + comm / k, start + (end - start) / k + comm)
+        t = max(now, end + comm / k, start + (end - start) / k + comm)
+        return shared_sms_done_s(now, t, comm_s, sm_share)
     t = -math.inf
     for start, end, comm, k in sorted(windows, key=lambda w: w[1]):
         c, d = comm / k, (end - start) / k
         t = max(t + comm, end + c, start + d + comm)
-    return max(now, t)
+    return shared_sms_done_s(now, max(now, t), comm_s, sm_share)
+
+
+def shared_sms_done_s(now: float, comm_end: float, comm_s: float, sm_share: float) -> float:
+    """When compute that ended at `now` and a collective that ended at `comm_end` are both done,
+    once the compute is charged for the SMs the collective held beside it: while an NCCL kernel
+    runs it holds a share u of the SMs (calibration.collective_sm_share, one CTA a channel a
+    whole SM), so the compute it overlapped took u x (the collective's seconds before `now`)
+    longer (cost.overlap.shared_sms_s's W + uC); the collective's own end does not move."""
+    hidden = max(0.0, comm_s - max(0.0, comm_end - now))
+    return max(comm_end, now + sm_share * hidden)
 
 
 def gradients_done_s(
@@ -108,14 +121,16 @@ def gradients_done_s(
     comm_s: float,
     buckets: int,
     overlap: bool,
+    sm_share: float = 0.0,
 ) -> float:
     """When a stage's DP gradient all-reduce has finished.
 
     Not overlapped: it starts once the stage is otherwise done (now). Overlapped: the last
     backward makes its buckets ready evenly over its span and each is all-reduced, one at a
     time, as soon as it is ready, so the last ends at max(backward_end + c, backward_start + d +
-    comm_s) with c = comm_s / buckets and d = (backward_end - backward_start) / buckets.
+    comm_s) with c = comm_s / buckets and d = (backward_end - backward_start) / buckets, the
+    backward beside it slowed by the SMs it holds (sm_share, shared_sms_done_s).
     """
     return chunked_gradients_done_s(
-        now, ((backward_start, backward_end, comm_s, buckets),), overlap
+        now, ((backward_start, backward_end, comm_s, buckets),), overlap, sm_share
     )

@@ -70,9 +70,11 @@ class ChunkCost:
     weight_tp_s: float = 0.0
     """Exposed TP communication inside weight_s (none: a W pass only runs GEMMs)."""
     forward_fsdp_s: float = 0.0
-    """Exposed FSDP parameter all-gathers inside forward_s (cost/fsdp.py)."""
+    """What FSDP adds inside forward_s (cost/fsdp.py): exposed parameter all-gathers and the
+    compute slowed beside them."""
     backward_fsdp_s: float = 0.0
-    """Exposed FSDP all-gathers and gradient reduce-scatters inside backward_s and input_s."""
+    """What FSDP adds inside backward_s and input_s: exposed all-gathers and gradient
+    reduce-scatters, and the compute slowed beside them."""
     side: tuple[SideComm, ...] = ()
     """Communication on streams of its own during the passes (drawn, not timed again)."""
 
@@ -98,6 +100,9 @@ class StageCosts:
     """Per stage, per model chunk on it (local index): (share of dp_s, buckets). Each chunk's
     reduction starts with its own last backward (chunk_gradients); empty: one window, the
     stage's last backward, with dp_buckets."""
+    comm_sm_share: float = 0.0
+    """Share of the SMs an overlapped DP collective holds while it runs
+    (calibration.collective_sm_share): the compute beside it runs at 1 - share."""
     param_gather_s: tuple[float, ...] = ()
     """Exposed all-gather of the updated parameters (distributed optimizer) per stage: all of it
     after the step, or with overlap_param_gather what the next forward cannot hide."""
@@ -303,6 +308,7 @@ def stage_costs(
         if par.fsdp
         else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
         overlap_dp=par.overlap_grad_reduce,
+        comm_sm_share=cost.hw.calibration.collective_sm_share,
         dp_buckets=buckets,
         dp_chunks=by_stage(p, lambda s: chunk_gradients(w, s))
         if par.chunks > 1 and par.overlap_grad_reduce and par.dp * par.cp > 1

@@ -136,6 +136,18 @@ def test_overlapped_gradient_buckets():
     )  # the stage was busy anyway
 
 
+def test_backward_beside_the_reduction_runs_on_the_sms_it_leaves():
+    """A reduction holding a share u of the SMs slows the backward beside it by u x its hidden
+    seconds; what it outlasts the backward by is exposed as before; not overlapped, no change."""
+    from simsp.gradient_sync import gradients_done_s
+
+    # compute-bound: 1 s of reduction all hidden, the stage ends 0.2 s later
+    assert gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, True, sm_share=0.2) == 12.2
+    # comm-bound: ends with the reduction (16.5), 1.5 s of it hidden, 10 + 0.3 < 16.5
+    assert gradients_done_s(10.0, 8.0, 10.0, 8.0, 4, True, sm_share=0.2) == 16.5
+    assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, False, sm_share=0.2) == 11.0
+
+
 def test_each_model_chunk_reduces_after_its_own_last_backward():
     """Interleaved: chunk 1 finished its backwards at 4 s, chunk 0 at 10 s. Its 3 s reduction
     runs from 4 s (done 7 s), then chunk 0's 1 s in 4 buckets over 8-10 s: done 10.25 s, where

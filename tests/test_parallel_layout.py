@@ -196,6 +196,11 @@ def test_fsdp_exposure():
     comm = F.LayerComm(gather_s=1.0, reduce_s=2.0, backward_gathers=True)
     assert F.exposed_s(comm, 4, forward_s=5.0, backward_s=5.0) == (1.0, 3.0)
     assert F.exposed_s(comm, 4, forward_s=0.5, backward_s=2.0) == (1.0 + 3 * 0.5, 1 + 3 * 1 + 2)
+    # holding a quarter of the SMs, each hidden collective slows its layer by a quarter of itself
+    shared = F.LayerComm(gather_s=1.0, reduce_s=2.0, backward_gathers=True, sm_share=0.25)
+    assert F.exposed_s(shared, 4, forward_s=5.0, backward_s=5.0) == (1.75, 5.25)
+    # comm-bound layers wait for the collectives, as without the share
+    assert F.exposed_s(shared, 4, forward_s=0.5, backward_s=2.0) == (1.0 + 3 * 0.5, 1 + 3 * 1 + 2)
 
 
 def test_hsdp_shards_inside_a_node():

@@ -17,6 +17,7 @@ the commit introducing this module).
 
 from dataclasses import dataclass
 
+from simsp.cost.overlap import shared_sms_s
 from simsp.layout import GRADIENT_GROUP, Group, Layout
 from simsp.params import layer_params_per_rank
 from simsp.units import BYTES_16BIT, BYTES_FP32
@@ -33,6 +34,9 @@ class LayerComm:
     """Reduce-scatter of its fp32 gradients (and the replica all-reduce with HSDP)."""
     backward_gathers: bool
     """Whether backward gathers again (resharded after forward: no pipelining)."""
+    sm_share: float = 0.0
+    """Share of the SMs the collectives hold while they run (calibration.collective_sm_share):
+    the layer computing beside them runs at 1 - share meanwhile."""
 
 
 def shard_groups(w: Workload, lay: Layout) -> tuple[Group, Group | None]:
@@ -59,19 +63,33 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
     reduce = net.group_s("reduce_scatter", BYTES_FP32 * params, shard)
     if replica is not None:
         reduce += net.group_s("all_reduce", BYTES_FP32 * params / shard.size, replica)
-    return LayerComm(gather, reduce, backward_gathers=w.parallel.pp == 1)
+    return LayerComm(
+        gather,
+        reduce,
+        backward_gathers=w.parallel.pp == 1,
+        sm_share=cost.hw.calibration.collective_sm_share,
+    )
 
 
 def exposed_s(comm: LayerComm, layers: int, forward_s: float, backward_s: float):
-    """(forward, backward) seconds a chunk of `layers` layers waits for FSDP, one microbatch:
-    the first gather whole, then what each layer's compute does not hide of the next one's
-    collectives, and the last reduce-scatter whole."""
+    """(forward, backward) seconds FSDP adds to a chunk of `layers` layers, one microbatch: the
+    first gather whole, then for each later layer what its compute beside the next one's
+    collectives takes beyond its own time (the compute on the SMs they leave, or the
+    collectives where they last longer: beside_s), and the last reduce-scatter whole."""
     if layers <= 0:
         return 0.0, 0.0
-    fwd = comm.gather_s + (layers - 1) * max(0.0, comm.gather_s - forward_s)
+    u = comm.sm_share
+    fwd = comm.gather_s + (layers - 1) * beside_s(forward_s, comm.gather_s, u)
     gather_b = comm.gather_s if comm.backward_gathers else 0.0
-    bwd = gather_b + (layers - 1) * max(0.0, gather_b + comm.reduce_s - backward_s)
+    bwd = gather_b + (layers - 1) * beside_s(backward_s, gather_b + comm.reduce_s, u)
     return fwd, bwd + comm.reduce_s
+
+
+def beside_s(compute_s: float, comm_s: float, sm_share: float) -> float:
+    """What a compute pass and a collective beside it take beyond the compute alone: the
+    longer of the compute slowed by the SMs the collective holds (overlap.shared_sms_s) and
+    the collective."""
+    return max(shared_sms_s(compute_s, comm_s, sm_share), comm_s) - compute_s
 
 
 def in_flight_bytes(w: Workload, stage_params: float) -> float:
