@@ -11,6 +11,7 @@ from simsp.config import load_hardware, load_workload
 from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
+from simsp.cost import ring_correction as RC
 from simsp.cost import stage_time as ST
 from simsp.cost.network import NetworkModel
 from simsp.gradient_sync import (
@@ -101,6 +102,73 @@ def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
     assert ring.seconds == pytest.approx(expected, abs=1e-15)
     assert ring.busy_s == pytest.approx(3 * send_s)
     assert (ring.seconds == 0) == (send_s < min(diagonal, half))
+
+
+def test_ring_correction_bytes_by_hand():
+    """Transformer Engine AttnFuncWithCPAndKVP2P @8382eed, in units of Q, K+V and LSE bytes.
+    c = 2, rank 1 (its later step attends the full query chunk): concat 2 kv; lse clone 2,
+    correction 3; output init 2 q + 2 lse, correction 3 q + 2 lse. Backward: KV copy 2 kv; dq
+    copy 2 q, then add 3 q; dkv copy of the first half kv, then add all 3 kv. Rank 0 of 2:
+    half-query corrections, dq half copy q then copy + add 2.5 q, dkv copy 2 kv then 2.5 kv."""
+    assert RC.forward_kernels(1, 1, 1, 2, 1) == {
+        "cp kv concat": (2,),
+        "cp softmax-lse correction": (2, 3),
+        "cp output correction": (4, 5),
+    }
+    assert RC.forward_kernels(1, 1, 1, 2, 0)["cp output correction"] == (4, 2.5)
+    assert RC.backward_kernels(1, 1, 1, 2, 1) == {
+        "cp copies": (2,),
+        "cp dq accumulation": (2, 3),
+        "cp dk,dv accumulation": (1, 3),
+    }
+    assert RC.backward_kernels(1, 1, 1, 2, 0) == {
+        "cp copies": (2, 1),
+        "cp dq accumulation": (1, 2.5),
+        "cp dk,dv accumulation": (2, 2.5),
+    }
+    # c = 4, rank 1: own diagonal at step d = 2
+    assert RC.backward_kernels(1, 1, 1, 4, 1)["cp dq accumulation"] == (1, 1.5, 2.5, 3)
+    assert RC.backward_kernels(1, 1, 1, 4, 1)["cp dk,dv accumulation"] == (2, 3, 1.5, 3)
+
+
+def test_cp2_layer_adds_the_ring_kernels():
+    """Llama-3.1-8B, tp 1, cp 2, s 8192, b 1: a rank's n = 4096 tokens, 32 query heads, 8 KV
+    heads of 128: q = 2 n 32 128, kv = 2 (2 n 8 128), lse = 4 n 32 bytes. Rank 1's kernels, each
+    by its bytes; the lse clone runs beside the next step, so only the last correction shows;
+    cp = 1 and the all-to-all have none."""
+    n, cm = 4096, cost_model(H100).compute
+    q, kv, lse = 2 * n * 32 * 128, 2 * 2 * n * 8 * 128, 4 * n * 32
+    w = _w("llama-3.1-8b", cp=2, tp=1, pp=1, dp=4, recompute="none")
+    lt = _layer(w)
+    by = {(e.phase, e.op): e for e in lt.entries if e.kind == "cp_correction"}
+
+    def t(nbytes, backward=False):
+        return cm.memory_bound(nbytes, "cp_correction", backward).seconds
+
+    expected = {
+        ("forward", "flash attention: cp kv concat"): (t(2 * kv), t(2 * kv)),
+        ("forward", "flash attention: cp softmax-lse correction"): (
+            t(3 * lse),
+            t(2 * lse) + t(3 * lse),
+        ),
+        ("forward", "flash attention: cp output correction"): (
+            t(2 * q + 2 * lse) + t(3 * q + 2 * lse),
+        )
+        * 2,
+        ("backward", "flash attention grad: cp copies"): (t(2 * kv, True),) * 2,
+        ("backward", "flash attention grad: cp dq accumulation"): (t(2 * q, True) + t(3 * q, True),)
+        * 2,
+        ("backward", "flash attention grad: cp dk,dv accumulation"): (
+            t(kv, True) + t(3 * kv, True),
+        )
+        * 2,
+    }
+    assert set(by) == set(expected)
+    for key, (seconds, busy) in expected.items():
+        assert (by[key].seconds, by[key].busy_s) == pytest.approx((seconds, busy), rel=1e-12), key
+    one = _layer(_w("llama-3.1-8b", cp=1, tp=1, pp=1, dp=8, recompute="none"))
+    a2a = _layer(_w("llama-3.1-8b", cp=2, tp=1, pp=1, dp=4, cp_comm_type="a2a"))
+    assert not [e for lt in (one, a2a) for e in lt.entries if e.kind == "cp_correction"]
 
 
 def test_cp_divides_activations_and_keeps_weights():
