@@ -134,3 +134,43 @@ def gradients_done_s(
     return chunked_gradients_done_s(
         now, ((backward_start, backward_end, comm_s, buckets),), overlap, sm_share
     )
+
+
+def interleaved_gather_exposed_s(
+    gathers_s: tuple[float, ...], forwards_s: tuple[float, ...], p: int, stage: int, fill_s: float
+) -> float:
+    """What a stage waits for the distributed optimizer's overlapped, aligned parameter
+    all-gather under the interleaved schedule (Megatron-Core r0.13, --overlap-param-gather with
+    its default --align-param-gather), gathers_s and forwards_s by local chunk: chunk k's
+    all-gather and one of its forwards.
+
+    Launches (megatron/core/pipeline_parallel/schedules.py @c550cf6, core_v0.13.0,
+    forward_backward_pipelining_with_interleaving): chunks 0 and 1 before the stage's first
+    forward (lines 873-875: "Synchronize params for first two model chunks"), at once on every
+    stage, so the pipeline fill (fill_s) covers them; chunk k >= 2 at the start of the stage's
+    forward j with j + stage the first microbatch of chunk k - 1 (forward_step_helper, lines
+    999-1011), forwards going through the chunks in groups of p (schedule.interleaved_action),
+    i.e. forward (k - 1) p - stage. Each launch gathers all of the chunk's bucket groups
+    (distributed_data_parallel.py start_param_sync, lines 546-547) on the one DP communicator,
+    so the gathers run one after another; a chunk's first-used bucket group is launched last
+    (its buckets hold the parameters in reverse, param_and_grad_buffer.py line 588), so its
+    first forward (forward k p) waits for all of its gather (the forward pre-hook,
+    distributed_data_parallel.py lines 466-482, with skip_next_bucket_dispatch). Forwards are
+    timed back to back from fill_s: a wait for a previous stage's output beyond the fill, which
+    would hide some of a gather, is left out, and so is the delay a wait passes on downstream."""
+    v = len(gathers_s)
+    launch_at = {(k - 1) * p - stage: k for k in range(2, v)}
+    stream, ready = 0.0, {}
+    for k in range(min(2, v)):
+        stream += gathers_s[k]
+        ready[k] = stream
+    clock, waited = fill_s, 0.0
+    for j in range((v - 1) * p + 1):  # the stage's forwards up to the last chunk's first
+        if j in launch_at:
+            stream = max(stream, clock) + gathers_s[launch_at[j]]
+            ready[launch_at[j]] = stream
+        if j % p == 0:  # chunk j // p's first forward
+            wait = max(0.0, ready[j // p] - clock)
+            clock, waited = clock + wait, waited + wait
+        clock += forwards_s[j // p]
+    return waited

@@ -14,7 +14,12 @@ from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
 from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.errors import InputError
-from simsp.gradient_sync import chunk_gradients, gradient_buckets, param_gather_exposed_s
+from simsp.gradient_sync import (
+    chunk_gradients,
+    gradient_buckets,
+    interleaved_gather_exposed_s,
+    param_gather_exposed_s,
+)
 from simsp.layer import build_layer
 from simsp.layout import LAYER_GROUPS, Layout, layout
 from simsp.memory import (
@@ -327,18 +332,31 @@ def stage_costs(
 def _param_gather(
     w: Workload, cost: CostModel, lay: Layout, params, chunks, buckets, p2p_s: float
 ) -> tuple:
-    """param_gather_exposed_s for each stage: the forward before the last bucket is one chunk's
-    (v = 1), or the warm-up's p forwards of the chunk before (interleaved); the fill is the
+    """The exposed parameter all-gather of each stage: with interleaving and overlap, each
+    chunk's gather against that chunk's first forward (interleaved_gather_exposed_s); otherwise
+    param_gather_exposed_s, the forward before the last bucket one chunk's (v = 1) or the
+    warm-up's p forwards of the chunk before (other schedules with chunks); the fill is the
     forwards and sends of the stages before."""
     par, p = w.parallel, w.parallel.pp
     gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s))
     warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
+    per_chunk = par.overlap_param_gather and par.chunks > 1 and par.schedule == "interleaved"
     fill, out = 0.0, []
     for s in range(p):
-        first = chunks[schedule.virtual_stage(p, s, 0, par.placement)].forward_s
-        overlap = par.overlap_param_gather
-        out.append(param_gather_exposed_s(gathers[s], buckets[s], overlap, first * warmup, fill))
-        fill += first + p2p_s
+        forwards = tuple(
+            chunks[schedule.virtual_stage(p, s, k, par.placement)].forward_s
+            for k in range(par.chunks)
+        )
+        if per_chunk:
+            split = st.chunk_param_gather_s(w, cost, lay, params[s], s)
+            out.append(interleaved_gather_exposed_s(split, forwards, p, s, fill))
+        else:
+            overlap = par.overlap_param_gather
+            exposed = param_gather_exposed_s(
+                gathers[s], buckets[s], overlap, forwards[0] * warmup, fill
+            )
+            out.append(exposed)
+        fill += forwards[0] + p2p_s
     return tuple(out)
 
 

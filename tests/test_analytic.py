@@ -117,6 +117,26 @@ def test_paper_workloads_within_2_percent(workloads, hardware, name):
     )
 
 
+def test_interleaved_param_gather_same_in_both_tiers(workloads, hardware):
+    """The per-chunk overlapped parameter gather (gradient_sync.interleaved_gather_exposed_s)
+    reaches both tiers through the one assembly: equal costs, times within 2%."""
+    w = variant(
+        workloads["gpt3-175b"],
+        tp=8,
+        pp=4,
+        dp=2,
+        virtual_stages=3,
+        distributed_optimizer=True,
+        overlap_grad_reduce=True,
+        overlap_param_gather=True,
+    )
+    plan, costs = build_plan(w, cost_model(hardware)), analytic.costs(w, hardware)
+    assert costs.param_gather_s == plan.param_gather_s and max(plan.param_gather_s) > 0
+    assert analytic.estimate(w, hardware).iteration_time_s == pytest.approx(
+        engine_s(w, hardware), rel=0.02
+    )
+
+
 def test_175b_grid_within_2_percent(workloads, hardware):
     worst = 0.0
     cases = grid_175b(workloads["gpt3-175b"])

@@ -6,17 +6,25 @@ import dataclasses
 
 import pytest
 
+from simsp import schedule
 from simsp.config import load_hardware, load_workload
 from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
+from simsp.cost import ring_correction as RC
+from simsp.cost import stage_time as ST
 from simsp.cost.network import NetworkModel
-from simsp.gradient_sync import gradient_buckets, param_gather_exposed_s
+from simsp.gradient_sync import (
+    gradient_buckets,
+    interleaved_gather_exposed_s,
+    param_gather_exposed_s,
+)
 from simsp.layer import build_layer
 from simsp.layout import layer_placement, layout
 from simsp.memory import activation_per_layer_bytes, stage_memory
 from simsp.parallel import ParallelSpec
 from simsp.params import layer_params_per_rank, stage_params
+from simsp.plan import stage_costs
 from simsp.workload import validate
 
 H100 = load_hardware("hardware/dgx-h100.yaml")
@@ -94,6 +102,73 @@ def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
     assert ring.seconds == pytest.approx(expected, abs=1e-15)
     assert ring.busy_s == pytest.approx(3 * send_s)
     assert (ring.seconds == 0) == (send_s < min(diagonal, half))
+
+
+def test_ring_correction_bytes_by_hand():
+    """Transformer Engine AttnFuncWithCPAndKVP2P @8382eed, in units of Q, K+V and LSE bytes.
+    c = 2, rank 1 (its later step attends the full query chunk): concat 2 kv; lse clone 2,
+    correction 3; output init 2 q + 2 lse, correction 3 q + 2 lse. Backward: KV copy 2 kv; dq
+    copy 2 q, then add 3 q; dkv copy of the first half kv, then add all 3 kv. Rank 0 of 2:
+    half-query corrections, dq half copy q then copy + add 2.5 q, dkv copy 2 kv then 2.5 kv."""
+    assert RC.forward_kernels(1, 1, 1, 2, 1) == {
+        "cp kv concat": (2,),
+        "cp softmax-lse correction": (2, 3),
+        "cp output correction": (4, 5),
+    }
+    assert RC.forward_kernels(1, 1, 1, 2, 0)["cp output correction"] == (4, 2.5)
+    assert RC.backward_kernels(1, 1, 1, 2, 1) == {
+        "cp copies": (2,),
+        "cp dq accumulation": (2, 3),
+        "cp dk,dv accumulation": (1, 3),
+    }
+    assert RC.backward_kernels(1, 1, 1, 2, 0) == {
+        "cp copies": (2, 1),
+        "cp dq accumulation": (1, 2.5),
+        "cp dk,dv accumulation": (2, 2.5),
+    }
+    # c = 4, rank 1: own diagonal at step d = 2
+    assert RC.backward_kernels(1, 1, 1, 4, 1)["cp dq accumulation"] == (1, 1.5, 2.5, 3)
+    assert RC.backward_kernels(1, 1, 1, 4, 1)["cp dk,dv accumulation"] == (2, 3, 1.5, 3)
+
+
+def test_cp2_layer_adds_the_ring_kernels():
+    """Llama-3.1-8B, tp 1, cp 2, s 8192, b 1: a rank's n = 4096 tokens, 32 query heads, 8 KV
+    heads of 128: q = 2 n 32 128, kv = 2 (2 n 8 128), lse = 4 n 32 bytes. Rank 1's kernels, each
+    by its bytes; the lse clone runs beside the next step, so only the last correction shows;
+    cp = 1 and the all-to-all have none."""
+    n, cm = 4096, cost_model(H100).compute
+    q, kv, lse = 2 * n * 32 * 128, 2 * 2 * n * 8 * 128, 4 * n * 32
+    w = _w("llama-3.1-8b", cp=2, tp=1, pp=1, dp=4, recompute="none")
+    lt = _layer(w)
+    by = {(e.phase, e.op): e for e in lt.entries if e.kind == "cp_correction"}
+
+    def t(nbytes, backward=False):
+        return cm.memory_bound(nbytes, "cp_correction", backward).seconds
+
+    expected = {
+        ("forward", "flash attention: cp kv concat"): (t(2 * kv), t(2 * kv)),
+        ("forward", "flash attention: cp softmax-lse correction"): (
+            t(3 * lse),
+            t(2 * lse) + t(3 * lse),
+        ),
+        ("forward", "flash attention: cp output correction"): (
+            t(2 * q + 2 * lse) + t(3 * q + 2 * lse),
+        )
+        * 2,
+        ("backward", "flash attention grad: cp copies"): (t(2 * kv, True),) * 2,
+        ("backward", "flash attention grad: cp dq accumulation"): (t(2 * q, True) + t(3 * q, True),)
+        * 2,
+        ("backward", "flash attention grad: cp dk,dv accumulation"): (
+            t(kv, True) + t(3 * kv, True),
+        )
+        * 2,
+    }
+    assert set(by) == set(expected)
+    for key, (seconds, busy) in expected.items():
+        assert (by[key].seconds, by[key].busy_s) == pytest.approx((seconds, busy), rel=1e-12), key
+    one = _layer(_w("llama-3.1-8b", cp=1, tp=1, pp=1, dp=8, recompute="none"))
+    a2a = _layer(_w("llama-3.1-8b", cp=2, tp=1, pp=1, dp=4, cp_comm_type="a2a"))
+    assert not [e for lt in (one, a2a) for e in lt.entries if e.kind == "cp_correction"]
 
 
 def test_cp_divides_activations_and_keeps_weights():
@@ -176,6 +251,58 @@ def test_param_gather_overlap():
     assert param_gather_exposed_s(1.0, 4, True, 10.0, 0.0) == 0.25  # the first bucket
     assert param_gather_exposed_s(1.0, 4, True, 0.5, 0.0) == 0.5  # 0.25 + (0.75 - 0.5)
     assert param_gather_exposed_s(1.0, 4, True, 10.0, 1.0) == 0.0  # hidden by the fill
+
+
+def test_interleaved_gather_by_hand():
+    """p = 2, v = 3, 1 s a chunk's gather, 0.3 s a forward. Stage 0: chunks 0, 1 go at 0 (ready
+    1, 2); forward 0 waits 1; forwards 0, 1 end 1.6; forward 2 (chunk 1's first) launches chunk
+    2 (stream free at 2: ready 3) and waits 0.4; forwards 2, 3 end 2.6; forward 4 waits 0.4.
+    Stage 1, fill 0.5: waits 0.5; chunk 2 launched at forward 1 (1.3, stream free at 2: ready
+    3); forward 2 waits 2 - 1.6; forward 4 waits 3 - 2.6."""
+    g, f = (1.0, 1.0, 1.0), (0.3, 0.3, 0.3)
+    assert interleaved_gather_exposed_s(g, f, 2, 0, 0.0) == pytest.approx(1.8)
+    assert interleaved_gather_exposed_s(g, f, 2, 1, 0.5) == pytest.approx(1.3)
+    # 1 s forwards: only chunk 0's gather shows; the fill hides it all on a late stage
+    assert interleaved_gather_exposed_s(g, (1.0,) * 3, 2, 0, 0.0) == pytest.approx(1.0)
+    assert interleaved_gather_exposed_s(g, (1.0,) * 3, 2, 1, 1.0) == 0.0
+
+
+def test_interleaved_gather_falls_with_more_forward_to_cover():
+    g = (0.4, 0.3, 0.3, 0.3)
+    waits = [interleaved_gather_exposed_s(g, (f,) * 4, 4, 1, 0.1) for f in (0.01, 0.05, 0.1, 0.2)]
+    assert waits == sorted(waits, reverse=True) and waits[0] > waits[-1]
+
+
+def _gathers(w):
+    c, _, _ = stage_costs(w, cost_model(H100))
+    return c
+
+
+def test_interleaved_gather_in_the_plan():
+    """Llama-3.1-70B as published (tp 4, pp 8, v 5, dp 2) with --overlap-param-gather: each
+    stage's exposed gather is interleaved_gather_exposed_s of its chunks' gathers and forwards,
+    the fill the stages before; v = 1 keeps the whole-stage formula."""
+    w = _w("llama-3.1-70b", overlap_param_gather=True)
+    c = _gathers(w)
+    lay, cost = layout(w.parallel, H100.node.gpus), cost_model(H100)
+    fill = 0.0
+    for s in range(w.parallel.pp):
+        vs = [schedule.virtual_stage(8, s, k) for k in range(5)]
+        params = stage_params(w.model, w.parallel, s)
+        split = ST.chunk_param_gather_s(w, cost, lay, params, s)
+        fwd = tuple(c.chunks[i].forward_s for i in vs)
+        assert c.param_gather_s[s] == interleaved_gather_exposed_s(split, fwd, 8, s, fill)
+        fill += fwd[0] + c.p2p_s
+    assert 0 < c.param_gather_s[0] < sum(ST.chunk_param_gather_s(w, cost, lay, params, 0))
+    one = _w("llama-3.1-70b", overlap_param_gather=True, schedule="1f1b", virtual_stages=1)
+    c1, fill = _gathers(one), 0.0
+    for s in range(8):
+        gather = ST.param_gather_s(one, cost, lay, stage_params(one.model, one.parallel, s), s)
+        forward = c1.chunks[s].forward_s
+        assert c1.param_gather_s[s] == param_gather_exposed_s(
+            gather, c1.dp_buckets[s], True, forward, fill
+        )
+        fill += forward + c1.p2p_s
 
 
 # ------------------------------------------------------------------------------------- FSDP

@@ -4,6 +4,7 @@ gradient synchronisation and the optimizer step, in seconds on one rank.
 
 from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
+from simsp.gradient_sync import chunk_gradients
 from simsp.layer import Gemm
 from simsp.layout import GRADIENT_GROUP, Layout, Placement
 from simsp.params import linear_params_per_rank, stage_params
@@ -137,6 +138,21 @@ def param_gather_s(
         return 0.0
     group = lay.group("-".join(GRADIENT_GROUP))
     return cost.network.group_s("all_gather", gathered_bytes(w, stage, params), group)
+
+
+def chunk_param_gather_s(
+    w: Workload, cost: CostModel, lay: Layout, params: float, stage: int
+) -> tuple[float, ...]:
+    """A stage's parameter all-gather split as Megatron-Core sends it: per model chunk (each its
+    own DDP), per bucket group of it, one coalesced all-gather each (param_and_grad_buffer.py
+    start_param_sync @c550cf6, core_v0.13.0); a chunk's bytes are its share of the stage's
+    parameters (gradient_sync.chunk_gradients), cut evenly into its buckets."""
+    group = lay.group("-".join(GRADIENT_GROUP))
+    total = gathered_bytes(w, stage, params)
+    return tuple(
+        buckets * cost.network.group_s("all_gather", total * share / buckets, group)
+        for share, buckets in chunk_gradients(w, stage)
+    )
 
 
 def gathered_bytes(w: Workload, stage: int, params: float) -> float:
