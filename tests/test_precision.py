@@ -90,6 +90,35 @@ def test_sp_entry_all_gather_carries_fp8():
     assert f8["attention exit"] == bf["attention exit"]
 
 
+def test_current_scaling_agrees_on_amax_over_tp_under_sp():
+    """Current scaling casts SP-sharded tensors before their gathers: each entry's input (forward)
+    and each exit's output gradient (backward) all-reduce one fp32 amax over TP, blocking; delayed
+    scaling, or no SP, adds none."""
+    current = Numerics("fp8", "current")
+    amax = [op for op in L.build_layer(LLAMA, SP, 1, current) if op.kind == "amax"]
+    assert [op.name for op in amax] == [
+        "attention input amax",
+        "attention output-gradient amax",
+        "mlp input amax",
+        "mlp output-gradient amax",
+    ]
+    assert all((op.fwd_comm or op.bwd_comm).bytes == 4 for op in amax)
+    assert [op.fwd_comm is not None for op in amax] == [True, False, True, False]
+    no_sp = dataclasses.replace(SP, sequence_parallel=False)
+    for numerics, par in ((FP8, SP), (current, no_sp)):
+        assert not [op for op in L.build_layer(LLAMA, par, 1, numerics) if op.kind == "amax"]
+    hw = load_hardware(ROOT / "hardware/dgx-h100.yaml")
+    from simsp.cost import cost_model
+    from simsp.cost.layer_time import layer_time
+    from simsp.layout import layer_placement
+
+    place = layer_placement(SP, hw.node.gpus)
+    lt = layer_time(L.build_layer(LLAMA, SP, 1, current), cost_model(hw), SP, place)
+    each = cost_model(hw).network.group_s("all_reduce", 4, place.group("tp"))
+    shown = [e for e in lt.entries if "amax" in e.op]
+    assert len(shown) == 4 and all(e.seconds == each > 0 for e in shown)
+
+
 @pytest.mark.parametrize(
     ("recipe", "per_element"),
     [

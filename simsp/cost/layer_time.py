@@ -295,6 +295,8 @@ class _Pass:
         )
 
     def _forward(self, op: Op, phase: str, before: Op | None, after: Op | None) -> list[Entry]:
+        if op.kind == "amax":
+            return [self.comm(op, op.fwd_comm, phase)] if op.fwd_comm else []
         if op.kind == "comm":
             if self.userbuffers(op, op.fwd_comm, after if op.overlaps_wgrad else before):
                 return []  # with its GEMM
@@ -326,6 +328,8 @@ class _Pass:
         """One op's backward; `before` and `after` are its neighbours in the op list: a
         collective before a linear layer is its entry, one after it its exit."""
         cm = self.cost.compute
+        if op.kind == "amax":
+            return [self.comm(op, op.bwd_comm, "backward")] if op.bwd_comm else []
         if op.kind == "comm":
             if not op.bwd_comm or op.overlaps_wgrad:
                 return []

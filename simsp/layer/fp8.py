@@ -4,7 +4,7 @@ all-gathers in FP8, and FlashAttention keeping its own BF16 output."""
 
 import dataclasses
 
-from simsp.layer.ops import Op, stored_bytes
+from simsp.layer.ops import Collective, Op, stored_bytes
 from simsp.parallel import ParallelSpec
 from simsp.precision import (
     BYTES_FP8,
@@ -14,7 +14,7 @@ from simsp.precision import (
     saved_fp8_bytes,
     transpose_bytes,
 )
-from simsp.units import BYTES_16BIT
+from simsp.units import BYTES_16BIT, BYTES_FP32
 
 
 def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -> tuple[Op, ...]:
@@ -32,7 +32,34 @@ def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -
             out.append(flash_output(op, _next_linear(ops, i)))
         else:
             out.append(op)
+    if recipe.amax_pass and parallel.sequence_parallel and parallel.tp > 1:
+        return tp_amax_reductions(tuple(out))
     return tuple(out)
+
+
+def tp_amax_reductions(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """Per-tensor current scaling's amax all-reduces over TP under SP: a column-parallel layer
+    casts its sequence-sharded input to FP8 before the all-gather, so the shards first agree on
+    one amax (forward, before the entry's gather); a row-parallel layer does the same with its
+    sequence-sharded output gradient before the backward gather (after the exit in op order).
+    One fp32 value each, blocking (TE 8382eed, pytorch/module/linear.py lines 1437-1461, the
+    same in layernorm_linear.py and layernorm_mlp.py: the quantizer's with_amax_reduction over
+    the TP group)."""
+    out = []
+    for op in ops:
+        gathers = op.kind == "comm" and op.overlaps_wgrad and op.fwd_comm is not None
+        if gathers and op.fwd_comm.op == "all_gather":
+            out.append(_amax(f"{op.block} input amax", op.block, forward=True))
+        out.append(op)
+        scatters = op.kind == "comm" and not op.overlaps_wgrad and op.bwd_comm is not None
+        if scatters and op.bwd_comm.op == "all_gather":
+            out.append(_amax(f"{op.block} output-gradient amax", op.block, forward=False))
+    return tuple(out)
+
+
+def _amax(name: str, block: str, forward: bool) -> Op:
+    amax = Collective("all_reduce", BYTES_FP32, "tp")
+    return Op(name, "amax", block, **{"fwd_comm" if forward else "bwd_comm": amax})
 
 
 def _next_linear(ops: tuple[Op, ...], i: int) -> Op:

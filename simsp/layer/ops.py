@@ -113,8 +113,8 @@ class Op:
     name: str
     kind: str
     """gemm, attention_gemm, flash_attention, layernorm, rmsnorm, softmax, dropout, gelu, swiglu,
-    squared_relu, rope, bias_dropout_add, residual_add, bias, copy, residual_grad (backward only)
-    or comm."""
+    squared_relu, rope, bias_dropout_add, residual_add, bias, copy, residual_grad (backward only),
+    comm, or amax (an FP8 scale's all-reduce, no linear layer's entry or exit)."""
     block: str
     """attention or mlp."""
     gemm: Gemm | None = None
