@@ -108,7 +108,8 @@ def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
     lines = [
         "",
         f"{name}: {REPEAT_TITLES[json_key]}",
-        f"  {m['groups']} groups, {m['cases']} cases: repeat floor (each group's geometric mean) "
+        f"  {m['groups']} group{'s' if m['groups'] != 1 else ''}, {m['cases']} cases: "
+        "repeat floor (each group's geometric mean) "
         f"MAPE {m['floor_mape']:.1%}, bias {m['floor_bias']:+.1%} (least possible MAPE "
         f"{m['floor_least_mape']:.1%}); simsp on the same cases MAPE {m['simsp_mape']:.1%}, "
         f"bias {m['simsp_bias']:+.1%}",
