@@ -196,6 +196,7 @@ def test_metrics_by_hand():
         "skipped": 0,
         "reference": "measured",
         "worst": [],
+        **{key: V.spread.repeat_summary([]) for key in ("repeats", "release_repeats")},
     }
 
 

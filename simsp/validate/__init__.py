@@ -22,8 +22,9 @@ are held out from calibration.
 
 Modules: `data` (the derived vTrain CSVs), `peer` (why the single-node file is a prediction),
 `cases` (reference values paired with simsp runs), `metrics` (errors and their summary),
-`runner` (predicting every case), `scatter` (the predicted-vs-reference page), `commands`
-(`simsp validate`: tables, --json, --out).
+`runner` (predicting every case), `spread` (configurations measured more than once: the
+measurements' own spread, a floor beside simsp's error), `scatter` (the predicted-vs-reference
+page), `commands` (`simsp validate`: tables, --json, --out).
 """
 
 from simsp.validate.cases import (
@@ -72,6 +73,13 @@ from simsp.validate.published import (
 )
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
+from simsp.validate.spread import (
+    RepeatGroup,
+    repeat_groups,
+    repeat_summary,
+    same_input,
+    same_published_configuration,
+)
 
 __all__ = [
     "BY_FIELDS",
@@ -92,6 +100,7 @@ __all__ = [
     "VTRAIN_VOCAB",
     "Case",
     "CaseResult",
+    "RepeatGroup",
     "Skipped",
     "Validation",
     "build_cases",
@@ -113,7 +122,11 @@ __all__ = [
     "read_shared_csv",
     "read_vtrain",
     "register",
+    "repeat_groups",
+    "repeat_summary",
     "run_validation",
+    "same_input",
+    "same_published_configuration",
     "scatter_figure",
     "scatter_html",
     "subset",

@@ -16,6 +16,7 @@ from simsp.validate.fp8_pairs import PAIRS_SET
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
 from simsp.validate.runner import Validation, run_validation
 from simsp.validate.scatter import scatter_html
+from simsp.validate.spread import KEYS, group_labels, repeat_groups, same_input
 
 
 def _fmt_time(s: float) -> str:
@@ -81,6 +82,56 @@ def _speedup_table(speedup: dict) -> list[str]:
     return lines
 
 
+REPEAT_TITLES = {
+    "repeats": "the same simsp input measured more than once (a floor for any simulator)",
+    "release_repeats": (
+        "the same published configuration in several releases, their recipe defaults differing "
+        "(a floor for a predictor blind to the release; simsp sees each release's defaults)"
+    ),
+}
+
+
+def _times(ts) -> str:
+    return " ".join(f"{t:.3f}" for t in ts) + " s"
+
+
+def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
+    """One line a repeated group (spread, simsp, measured times, configuration) under the
+    floor's MAPE and bias beside simsp's on the same cases; nothing where there is no repeat.
+    release_repeats lists only the groups whose release defaults do differ."""
+    groups = repeat_groups(rs, *KEYS[json_key])
+    if json_key == "release_repeats":
+        strict = {g.case_ids for g in repeat_groups(rs, same_input)}
+        groups = [g for g in groups if g.case_ids not in strict]
+    if not groups:
+        return []
+    lines = [
+        "",
+        f"{name}: {REPEAT_TITLES[json_key]}",
+        f"  {m['groups']} group{'s' if m['groups'] != 1 else ''}, {m['cases']} cases: "
+        "repeat floor (each group's geometric mean) "
+        f"MAPE {m['floor_mape']:.1%}, bias {m['floor_bias']:+.1%} (least possible MAPE "
+        f"{m['floor_least_mape']:.1%}); simsp on the same cases MAPE {m['simsp_mape']:.1%}, "
+        f"bias {m['simsp_bias']:+.1%}",
+    ]
+    if json_key == "release_repeats":
+        lines.append(f"  groups whose release defaults differ ({len(groups)}):")
+    rows = [
+        (g, _times(sorted(set(g.predicted_s), key=g.predicted_s.index)), _times(g.measured_s))
+        for g in groups
+    ]
+    ws = max(5, *(len(r[1]) for r in rows))
+    wm = max(8, *(len(r[2]) for r in rows))
+    lines.append(
+        f"  {'group':5s} {'spread':>6s}  {'simsp':{ws}s}  {'measured':{wm}s}  configuration"
+    )
+    for g, simsp, measured in rows:
+        lines.append(
+            f"  {g.label:5s} {g.spread:6.1%}  {simsp:{ws}s}  {measured:{wm}s}  {g.description}"
+        )
+    return lines
+
+
 def _metrics_line(label: str, m: dict, skipped: str) -> str:
     if not m["n"]:
         return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
@@ -121,6 +172,8 @@ def table(v: Validation, by: str | None = None) -> str:
             lines += _speedup_table(summary[name]["speedup"])
         if with_baseline or name == PAIRS_SET:
             lines += [f"  skipped {s.name}: {s.reason}" for s in v.skipped if s.set == name]
+        for json_key in KEYS:
+            lines += _repeats_table(name, rs, json_key, summary[name][json_key])
     lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
     return "\n".join(lines)
 
@@ -137,11 +190,17 @@ CSV_FIELDS = (
     "description",
     "naive_s",
     "notes",
+    "repeat_group",
+    "release_group",
 )
+"""cases.csv's columns; repeat_group / release_group name the case's group of the same input /
+the same published configuration (spread.py) within its set, empty where it has no repeat."""
 
 
 def case_rows(v: Validation) -> list[dict]:
     """One dict per case for the per-case CSV: the figures, then every knob of its workload."""
+    repeat = group_labels(v.results, "repeats")
+    release = group_labels(v.results, "release_repeats")
     rows = []
     for r in v.results:
         c = r.case
@@ -158,6 +217,8 @@ def case_rows(v: Validation) -> list[dict]:
                 "description": c.description,
                 "naive_s": f"{c.baseline_s:.6g}" if c.baseline_s else "",
                 "notes": c.notes,
+                "repeat_group": repeat.get((c.set, c.name), ""),
+                "release_group": release.get((c.set, c.name), ""),
             }
         )
     return rows

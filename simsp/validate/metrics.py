@@ -77,9 +77,12 @@ def summarize(
     results: list[CaseResult], skipped: list[Skipped], sets=SETS, by: str | None = None
 ) -> dict:
     """`simsp validate --json`'s object: per set n, mape, max_abs_error, bias, plus skipped,
-    reference (what the set's times are: REFERENCES) and worst (and, with `by`, the same metrics
-    for each value of that setting); sets with a naive baseline add naive_mape,
-    naive_max_abs_error, naive_bias and skipped_cases (each with its reason)."""
+    reference (what the set's times are: REFERENCES), worst, repeats and release_repeats (the
+    measurements' own spread where a configuration was measured more than once: spread.py), and,
+    with `by`, the same metrics for each value of that setting; sets with a naive baseline add
+    naive_mape, naive_max_abs_error, naive_bias and skipped_cases (each with its reason)."""
+    from simsp.validate.spread import KEYS, repeat_groups, repeat_summary
+
     out = {}
     for name in sets:
         rs = of_set(results, name)
@@ -103,6 +106,8 @@ def summarize(
             }
             for r in worst(rs)
         ]
+        for json_key, key in KEYS.items():
+            entry[json_key] = repeat_summary(repeat_groups(rs, *key))
         if name == PAIRS_SET:  # the FP8 speedup t(BF16) / t(FP8), measured and simulated
             rows = speedups(rs)
             entry["speedup"] = {**metrics([r["error"] for r in rows]), "pairs": rows}
