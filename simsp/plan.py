@@ -7,7 +7,7 @@ layers, plus the embedding on the first virtual stage and the output layer on th
 
 import dataclasses
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 from simsp import schedule
 from simsp.cost import CostModel, fsdp
@@ -190,11 +190,13 @@ def chunk_costs(
     ends: tuple[float, ...],
     rest: LayerTime | None = None,
     sharded: fsdp.LayerComm | None = None,
+    amax=None,
 ) -> tuple[ChunkCost, ...]:
     """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
     layer on the last (middle chunks are one shared object where they are alike). `rest` is the
     layer without recompute, for the layers that recompute_num_layers or recompute_per_stage
-    leave out."""
+    leave out; `amax(n)`, the (forward, backward) amax reductions of a chunk of n layers
+    (stage_time.amax_reduction_s)."""
     par, b = w.parallel, w.training.micro_batch
     counts, last = w.chunk_layers, par.pp * par.chunks - 1
     placement = par.placement
@@ -230,7 +232,8 @@ def chunk_costs(
         f_fsdp, b_fsdp = (
             fsdp.exposed_s(sharded, n, lt.forward_s, lt.backward_s) if sharded else (0, 0)
         )
-        fwd, bwd, i = fwd + f_fsdp, bwd + b_fsdp, i + b_fsdp
+        a_f, a_b = amax(n) if amax else (0.0, 0.0)
+        fwd, bwd, i = fwd + f_fsdp + a_f, bwd + b_fsdp + a_b, i + b_fsdp + a_b
         side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
         return ChunkCost(
             forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
@@ -300,7 +303,8 @@ def stage_costs(
     ends = parts.ends(w, cost, lay)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
-    chunks = chunk_costs(w, lt, ends, rest, sharded)
+    amax = partial(st.amax_reduction_s, w, cost, lay)
+    chunks = chunk_costs(w, lt, ends, rest, sharded, amax)
     p2p = ends[4] if p > 1 else 0.0
     buckets = tuple(gradient_buckets(n, par, s) for s, n in enumerate(params))
     costs = StageCosts(

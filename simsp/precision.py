@@ -53,10 +53,13 @@ class Recipe:
     """The norm kernel writes the FP8 input of the linear layer after it."""
     both_layouts: bool
     """The quantize kernel writes the column-wise copy too, so nothing is transposed later."""
+    reduces_amax_history: bool = False
+    """Scales come from an amax history the ranks agree on: an all-reduce of the region's amaxes
+    when each chunk's forward and backward ends (delayed scaling; cost/stage_time.py)."""
 
 
 RECIPES = {
-    "delayed": Recipe("delayed", 0.0, False, True, False),
+    "delayed": Recipe("delayed", 0.0, False, True, False, reduces_amax_history=True),
     "current": Recipe("current", 0.0, True, False, False),
     "mxfp8": Recipe("mxfp8", 1 / 32, False, True, True),
     "blockwise": Recipe("blockwise", 4 / 128, False, False, True),

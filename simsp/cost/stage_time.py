@@ -198,3 +198,33 @@ def fp8_weight_cast_s(w: Workload, cost: CostModel, stage: int) -> float:
     layers = w.parallel.stage_layers(w.model.layers, stage)
     elements = layers * linear_params_per_rank(w.model, w.parallel.tp)
     return cost.compute.memory_bound(cast_bytes(elements, numerics.fp8_recipe), "fp8_cast").seconds
+
+
+AMAX_FWD_BYTES = 48.0
+"""Forward amaxes a layer adds to delayed scaling's reduction: fp32, 3 FP8 tensors of each of its
+4 linear layers (TE 8382eed fp8.py: the global amax buffer of the autocast region)."""
+AMAX_BWD_BYTES = 32.0
+"""Backward amaxes a layer adds: fp32, 2 of each linear layer."""
+
+
+def amax_reduction_s(w: Workload, cost: CostModel, lay: Layout, layers: int):
+    """(forward, backward) seconds of delayed scaling's amax all-reduces in one pass of a chunk
+    of `layers` layers: Megatron-Core wraps each chunk's TransformerBlock in one fp8_autocast
+    (core_v0.13.0 transformer_block.py lines 551-560), whose exit all-reduces (MAX, blocking,
+    async_op=False) the region's forward amaxes over the amax-reduction group, tp x dp x cp
+    (parallel_state.get_amax_reduction_group(with_context_parallel=True)); the backward of
+    its first FP8 module does the same with the backward amaxes (TE 8382eed fp8.py lines
+    367-417, 468-477; layernorm_linear.py lines 484, 956). Zero for other recipes, BF16 or
+    a group of one. Full recompute's checkpointed regions reduce once more in backward (TE
+    distributed.py lines 415-421): left out."""
+    numerics = w.training.numerics
+    if not (numerics.fp8 and numerics.fp8_recipe.reduces_amax_history) or layers <= 0:
+        return 0.0, 0.0
+    group = lay.group("tp-dp-cp")
+    if group.size == 1:
+        return 0.0, 0.0
+    net = cost.network
+    return (
+        net.group_s("all_reduce", AMAX_FWD_BYTES * layers, group),
+        net.group_s("all_reduce", AMAX_BWD_BYTES * layers, group),
+    )
