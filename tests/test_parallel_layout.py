@@ -14,6 +14,7 @@ from simsp.cost import layer_time as LT
 from simsp.cost import ring_correction as RC
 from simsp.cost import stage_time as ST
 from simsp.cost.network import NetworkModel
+from simsp.cost.overlap import shared_sms_s
 from simsp.gradient_sync import (
     gradient_buckets,
     interleaved_gather_exposed_s,
@@ -96,12 +97,17 @@ def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
     ring = next(e for e in lt.entries if e.op.endswith("cp ring send-recv"))
     att = next(op for op in build_layer(w.model, w.parallel, 1) if op.attention).attention
     cm = cost_model(H100).compute
-    diagonal = cm.flash_attention(LT.Attention(att.batch_heads, att.seq_len, att.head_dim)).seconds
-    half = (compute.seconds - diagonal) / 3
-    expected = max(0.0, send_s - diagonal) + 2 * max(0.0, send_s - half)
+    bh, s, d = att.batch_heads, att.seq_len, att.head_dim
+    diagonal = cm.flash_attention(LT.Attention(bh, s, d)).seconds
+    half = cm.flash_attention(LT.Attention(bh, s, d, False, s // 2)).seconds
+    # the three steps beside a send run on the SMs it leaves; the last step runs alone
+    u = H100.calibration.collective_sm_share
+    d_, h_ = (shared_sms_s(t, send_s, u) for t in (diagonal, half))
+    assert compute.seconds == pytest.approx(d_ + 2 * h_ + half)
+    expected = max(0.0, send_s - d_) + 2 * max(0.0, send_s - h_)
     assert ring.seconds == pytest.approx(expected, abs=1e-15)
     assert ring.busy_s == pytest.approx(3 * send_s)
-    assert (ring.seconds == 0) == (send_s < min(diagonal, half))
+    assert (ring.seconds == 0) == (send_s < min(d_, h_))
 
 
 def test_ring_correction_bytes_by_hand():

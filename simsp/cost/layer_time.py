@@ -168,7 +168,7 @@ class _Pass:
         1 sends); backward, step 0 sends K/V, the middle steps K/V with the gradients gathered
         so far, the last step the finished dK/dV (2(c - 1) K/V-sized sends in all). A step
         shorter than the transfer alongside it waits for the difference: the ring's exposed
-        time."""
+        time; a step runs on the SMs its send leaves."""
         att, cm = op.attention, self.cost.compute
         diagonal = cm.flash_attention(
             Attention(att.batch_heads, att.seq_len, att.head_dim, True, kernel=att.kernel), backward
@@ -187,8 +187,14 @@ class _Pass:
         c, kv = att.ring_steps, self.collective_s(att.ring)
         label = op.name + (" grad" if backward else "")
         extra = self.ring_kernels(att, phase, backward, label)
-        steps = [diagonal.seconds] + [half.seconds] * (c - 1)
         sends = [kv] + [2 * kv] * (c - 2) + [kv] if backward else [kv] * (c - 1)
+        # each step computes on the SMs its send leaves (overlap.shared_sms_s)
+        u = self.cost.hw.calibration.collective_sm_share
+        beside = sends + [0.0] * (c - len(sends))
+        steps = [
+            shared_sms_s(t, send, u)
+            for t, send in zip([diagonal.seconds] + [half.seconds] * (c - 1), beside, strict=True)
+        ]
         # Backward, a step's dQ accumulation runs before the wait for its send (lines 2320-2395)
         cover = (
             [t + a for t, a in zip(steps, extra[-2].per_kernel, strict=True)] if backward else steps
