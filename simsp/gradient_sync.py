@@ -50,6 +50,16 @@ def param_gather_exposed_s(
     return max(0.0, first + max(0.0, gather_s - first - forward_s) - fill_s)
 
 
+def gather_beside_forwards_s(
+    gather_s: float, exposed_s: float, idle_s: float, sm_share: float
+) -> float:
+    """What a stage loses to its overlapped parameter all-gather: the exposed part, and the
+    forwards beside the rest (all of it but what the stage waited or idled through in the
+    pipeline fill, idle_s) running on the SMs the gather leaves, u x that part longer
+    (shared_sms_done_s's rule)."""
+    return exposed_s + sm_share * max(0.0, gather_s - exposed_s - idle_s)
+
+
 def chunk_gradients(w: Workload, stage: int) -> tuple[tuple[float, int], ...]:
     """(share of the stage's gradient bytes, buckets) of each model chunk on a stage, by local
     chunk index. Megatron-Core wraps each chunk in its own DDP, whose reduction starts in that

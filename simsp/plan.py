@@ -16,6 +16,7 @@ from simsp.cost.layer_time import LayerTime, layer_time
 from simsp.errors import InputError
 from simsp.gradient_sync import (
     chunk_gradients,
+    gather_beside_forwards_s,
     gradient_buckets,
     interleaved_gather_exposed_s,
     param_gather_exposed_s,
@@ -340,12 +341,13 @@ def _param_gather(
     chunk's gather against that chunk's first forward (interleaved_gather_exposed_s); otherwise
     param_gather_exposed_s, the forward before the last bucket one chunk's (v = 1) or the
     warm-up's p forwards of the chunk before (other schedules with chunks); the fill is the
-    forwards and sends of the stages before."""
+    forwards and sends of the stages before; the forwards beside the hidden part run on the SMs
+    the gather leaves (gather_beside_forwards_s)."""
     par, p = w.parallel, w.parallel.pp
     gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s))
     warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
     per_chunk = par.overlap_param_gather and par.chunks > 1 and par.schedule == "interleaved"
-    fill, out = 0.0, []
+    fill, out, share = 0.0, [], cost.hw.calibration.collective_sm_share
     for s in range(p):
         forwards = tuple(
             chunks[schedule.virtual_stage(p, s, k, par.placement)].forward_s
@@ -353,13 +355,12 @@ def _param_gather(
         )
         if per_chunk:
             split = st.chunk_param_gather_s(w, cost, lay, params[s], s)
-            out.append(interleaved_gather_exposed_s(split, forwards, p, s, fill))
+            total, exposed = sum(split), interleaved_gather_exposed_s(split, forwards, p, s, fill)
         else:
             overlap = par.overlap_param_gather
-            exposed = param_gather_exposed_s(
-                gathers[s], buckets[s], overlap, forwards[0] * warmup, fill
-            )
-            out.append(exposed)
+            total = gathers[s]
+            exposed = param_gather_exposed_s(total, buckets[s], overlap, forwards[0] * warmup, fill)
+        out.append(gather_beside_forwards_s(total, exposed, fill, share))
         fill += forwards[0] + p2p_s
     return tuple(out)
 

@@ -16,6 +16,7 @@ from simsp.cost import stage_time as ST
 from simsp.cost.network import NetworkModel
 from simsp.cost.overlap import shared_sms_s
 from simsp.gradient_sync import (
+    gather_beside_forwards_s,
     gradient_buckets,
     interleaved_gather_exposed_s,
     param_gather_exposed_s,
@@ -254,6 +255,10 @@ def test_megatron_bucket_rules():
 
 def test_param_gather_overlap():
     assert param_gather_exposed_s(1.0, 4, False, 10.0, 0.0) == 1.0
+    # 0.75 s of a 1 s gather hidden, 0.25 of that in the fill: the forwards beside the other
+    # 0.5 s run on 80% of the SMs, 0.1 s longer; nothing hidden, nothing slowed
+    assert gather_beside_forwards_s(1.0, 0.25, 0.25, 0.2) == pytest.approx(0.35)
+    assert gather_beside_forwards_s(1.0, 1.0, 0.0, 0.2) == 1.0
     assert param_gather_exposed_s(1.0, 4, True, 10.0, 0.0) == 0.25  # the first bucket
     assert param_gather_exposed_s(1.0, 4, True, 0.5, 0.0) == 0.5  # 0.25 + (0.75 - 0.5)
     assert param_gather_exposed_s(1.0, 4, True, 10.0, 1.0) == 0.0  # hidden by the fill
@@ -291,13 +296,14 @@ def test_interleaved_gather_in_the_plan():
     w = _w("llama-3.1-70b", overlap_param_gather=True)
     c = _gathers(w)
     lay, cost = layout(w.parallel, H100.node.gpus), cost_model(H100)
-    fill = 0.0
+    fill, u = 0.0, H100.calibration.collective_sm_share
     for s in range(w.parallel.pp):
         vs = [schedule.virtual_stage(8, s, k) for k in range(5)]
         params = stage_params(w.model, w.parallel, s)
         split = ST.chunk_param_gather_s(w, cost, lay, params, s)
         fwd = tuple(c.chunks[i].forward_s for i in vs)
-        assert c.param_gather_s[s] == interleaved_gather_exposed_s(split, fwd, 8, s, fill)
+        exposed = interleaved_gather_exposed_s(split, fwd, 8, s, fill)
+        assert c.param_gather_s[s] == gather_beside_forwards_s(sum(split), exposed, fill, u)
         fill += fwd[0] + c.p2p_s
     assert 0 < c.param_gather_s[0] < sum(ST.chunk_param_gather_s(w, cost, lay, params, 0))
     one = _w("llama-3.1-70b", overlap_param_gather=True, schedule="1f1b", virtual_stages=1)
@@ -305,9 +311,8 @@ def test_interleaved_gather_in_the_plan():
     for s in range(8):
         gather = ST.param_gather_s(one, cost, lay, stage_params(one.model, one.parallel, s), s)
         forward = c1.chunks[s].forward_s
-        assert c1.param_gather_s[s] == param_gather_exposed_s(
-            gather, c1.dp_buckets[s], True, forward, fill
-        )
+        exposed = param_gather_exposed_s(gather, c1.dp_buckets[s], True, forward, fill)
+        assert c1.param_gather_s[s] == gather_beside_forwards_s(gather, exposed, fill, u)
         fill += forward + c1.p2p_s
 
 
