@@ -164,3 +164,17 @@ def test_every_case_beyond_the_gap_bound_has_a_written_reason():
     beyond = [r for r in v.results if abs(r.error) > GAP_REPORTED]
     assert all(r.case.known_gap for r in beyond), [r.case.name for r in beyond]
     assert set(KNOWN_GAPS) <= {c.name for c in (r.case for r in v.results)}
+
+
+def test_launcher_releases_run_flash_attention_2():
+    """NeMo-Framework-Launcher 24.03.01 and 24.07 set NVTE_FUSED_ATTN=0 (conf/config.yaml), so
+    Transformer Engine ran flash-attn 2 there; the NeMo 2 and Megatron-Bridge releases keep
+    TE's own choice (the hardware file's cuDNN rows)."""
+    cases, _ = P.published_cases("published-h100")
+    kernel = {c.name: c.workload.training.attention_kernel for c in cases}
+    launcher = [n for n in kernel if n.startswith(("nemo2407-", "nemo-longseq-"))]
+    assert len(launcher) == 16  # 12 from the 24.07 summary, 4 from the long-sequence table
+    assert all(kernel[n] == "fa2" for n in launcher)
+    assert all(kernel[n] == "" for n in kernel if n.startswith(("nemo2502-", "mb25", "mb26")))
+    notes = {c.name: c.notes for c in cases}
+    assert all("attention kernel fa2" in notes[n] for n in launcher)

@@ -29,6 +29,12 @@ class Recipe:
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
 _NEMO2 = "NVIDIA/NeMo nemo/collections/llm/recipes/*.py + scripts"
 _MB = "NVIDIA-NeMo/Megatron-Bridge scripts/performance + src/megatron/bridge/recipes"
+_NO_CUDNN_ATTENTION = (
+    # The launcher switched Transformer Engine's cuDNN attention off for these releases, so TE
+    # ran flash-attn 2 (with and without CP: TE >= 1.3's AttnFuncWithCP calls either kernel;
+    # TE's own rule would pick cuDNN on sm90, attention.py v1.4 lines 2834-2839)
+    "fa2"
+)
 
 RECIPES = {
     "NeMo 24.07": Recipe(
@@ -38,6 +44,9 @@ RECIPES = {
         "grad_sync_dtype=bf16 in the FP8 examples",
         "delayed",
         "fp8_hybrid with fp8_amax_history_len/compute_algo: TE DelayedScaling",
+        # launcher_scripts/conf/config.yaml @ 24.07 line 72: `NVTE_FUSED_ATTN: 0 # Disable
+        # cudnn FA until we've tested it more` (added 562dcb45, removed a6490ffe before 24.09)
+        attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 24.03": Recipe(
         f"{_LAUNCHER}/llama/llama2_7b.yaml @ tag 24.03 (d4ec7c8b): micro_batch_size 1, "
@@ -47,6 +56,8 @@ RECIPES = {
         "fp8 amax history 1024 / max: TE DelayedScaling",
         tp_comm_overlap=False,
         grad_reduce_in_fp32=True,
+        # launcher_scripts/conf/config.yaml @ 24.03.01 line 68: NVTE_FUSED_ATTN: 0, as 24.07
+        attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 25.02": Recipe(
         f"{_NEMO2}/llm/performance (v2.2.0): utils.py sequence_parallel = tp > 1; recipes' "
@@ -115,17 +126,6 @@ RECOMPUTE = {
     ),
 }
 KNOWN_GAPS = {
-    **{
-        f"nemo-longseq-h100-llama2-7b-{n}": (
-            "long-sequence table: its time is derived from TFLOP/s/GPU with NeMo's llama2 FLOPs "
-            "(causal attention not halved); attention is most of the work at this length, so "
-            "if that table halved causal attention (it does not say) the measured times are "
-            "shorter and simsp's error smaller. simsp also leaves out TE's context-parallel "
-            "per-step softmax-correction and gradient-accumulation kernels, and holds the "
-            "attention rates flat past the 16k the FA3 paper measured"
-        )
-        for n in ("32k", "128k", "1024k")
-    },
     "foundry-a100-80-mpt-7b-64k-8": (
         "attention is most of the work at 64k tokens a sequence; llm-foundry runs ALiBi "
         "attention through its own kernel, and simsp's A100 FlashAttention-2 rows stop at 16k "
