@@ -196,9 +196,8 @@ class _Pass:
             for t, send in zip([diagonal.seconds] + [half.seconds] * (c - 1), beside, strict=True)
         ]
         # Backward, a step's dQ accumulation runs before the wait for its send (lines 2320-2395)
-        cover = (
-            [t + a for t, a in zip(steps, extra[-2].per_kernel, strict=True)] if backward else steps
-        )
+        dq = next((k.per_kernel for k in extra if k.name.endswith(rc.DQ_ACCUMULATION)), None)
+        cover = [t + a for t, a in zip(steps, dq, strict=True)] if dq else steps
         exposed = ring_exposed_s(cover, sends)
         source = diagonal.source
         entries = [e.entry for e in extra]

@@ -43,6 +43,9 @@ def forward_kernels(q: float, kv: float, lse: float, c: int, rank: int) -> Kerne
     }
 
 
+DQ_ACCUMULATION = "cp dq accumulation"
+"""The backward entry whose kernel of each step runs before that step waits for its send."""
+
 HIDDEN_BUT_LAST = ("cp softmax-lse correction",)
 """Entries whose kernels but the last run beside the next attention step: the lse clone and
 the correction of step j run on the stream that computed step j while step j + 1 runs on the
@@ -68,7 +71,7 @@ def backward_kernels(q: float, kv: float, lse: float, c: int, rank: int) -> Kern
     d = c - rank - 1
     return {
         "cp copies": (2 * kv,) + ((lse,) if rank < c - 1 else ()),
-        "cp dq accumulation": tuple(_dq_bytes(q, i, d, rank == c - 1) for i in range(c)),
+        DQ_ACCUMULATION: tuple(_dq_bytes(q, i, d, rank == c - 1) for i in range(c)),
         "cp dk,dv accumulation": tuple(_dkv_bytes(kv, i, d, c, rank) for i in range(c)),
     }
 
