@@ -31,29 +31,8 @@ from simsp.cost.overlap import (
 from simsp.layer import Attention, Op
 from simsp.layout import Placement
 from simsp.parallel import ParallelSpec
-from simsp.units import BYTES_16BIT, BYTES_FP32
 
 PHASES = ("forward", "recompute", "backward", "input", "weight")
-
-
-@dataclass(frozen=True)
-class _Kernels:
-    """Kernels of one entry, each timed by its bytes (cost.compute.memory_bound)."""
-
-    name: str
-    phase: str
-    timed: tuple[Timed, ...]
-
-    @property
-    def per_kernel(self) -> list[float]:
-        return [t.seconds for t in self.timed]
-
-    @property
-    def entry(self) -> "Entry":
-        busy = sum(self.per_kernel)
-        hidden = self.name.split(": ", 1)[1] in rc.HIDDEN_BUT_LAST
-        seconds = self.per_kernel[-1] if hidden else busy
-        return Entry(self.name, self.phase, "cp_correction", "compute", seconds, busy, "bandwidth")
 
 
 @dataclass(frozen=True)
@@ -186,7 +165,7 @@ class _Pass:
         )
         c, kv = att.ring_steps, self.collective_s(att.ring)
         label = op.name + (" grad" if backward else "")
-        extra = self.ring_kernels(att, phase, backward, label)
+        extra = rc.slowest_rank(att, backward, cm.memory_bound)
         sends = [kv] + [2 * kv] * (c - 2) + [kv] if backward else [kv] * (c - 1)
         # each step computes on the SMs its send leaves (overlap.shared_sms_s)
         u = self.cost.hw.calibration.collective_sm_share
@@ -196,11 +175,22 @@ class _Pass:
             for t, send in zip([diagonal.seconds] + [half.seconds] * (c - 1), beside, strict=True)
         ]
         # Backward, a step's dQ accumulation runs before the wait for its send (lines 2320-2395)
-        dq = next((k.per_kernel for k in extra if k.name.endswith(rc.DQ_ACCUMULATION)), None)
+        dq = next((k.seconds for k in extra if k.name == rc.DQ_ACCUMULATION), None)
         cover = [t + a for t, a in zip(steps, dq, strict=True)] if dq else steps
         exposed = ring_exposed_s(cover, sends)
         source = diagonal.source
-        entries = [e.entry for e in extra]
+        entries = [
+            Entry(
+                f"{label}: {k.name}",
+                phase,
+                "cp_correction",
+                "compute",
+                k.exposed_s,
+                k.busy_s,
+                "bandwidth",
+            )
+            for k in extra
+        ]
         return [
             *entries[:1],
             Entry(label, phase, op.kind, "compute", sum(steps), sum(steps), source),
@@ -215,28 +205,6 @@ class _Pass:
             ),
             *entries[1:],
         ]
-
-    def ring_kernels(self, att: Attention, phase: str, backward: bool, label: str) -> list:
-        """Transformer Engine's correction, accumulation and copy kernels around the ring's
-        attention steps (cost/ring_correction.py), each priced by its bytes, on the CP rank
-        whose serial share is the largest: the ring passes K/V (and dK/dV) rank to rank every
-        step, so the layer's attention ends with its slowest rank."""
-        c, memory_bound = att.ring_steps, self.cost.compute.memory_bound
-        q = BYTES_16BIT * att.batch_heads * att.seq_len * att.head_dim
-        lse = BYTES_FP32 * att.batch_heads * att.seq_len
-        build = rc.backward_kernels if backward else rc.forward_kernels
-        ranks = [
-            [
-                _Kernels(
-                    f"{label}: {name}",
-                    phase,
-                    tuple(memory_bound(b, "cp_correction", backward) for b in bs),
-                )
-                for name, bs in build(q, att.ring.bytes, lse, c, r).items()
-            ]
-            for r in range(c)
-        ]
-        return max(ranks, key=lambda ks: sum(k.entry.seconds for k in ks))
 
     def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
         return Entry(name, phase, kind, "compute", timed.seconds, timed.seconds, timed.source)

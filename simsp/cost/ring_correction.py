@@ -15,6 +15,10 @@ view. Rank r's steps differ: in a causal ring, step i of the forward attends the
 chunk to half the keys when i <= r, else half the queries to all keys (lines 725-1090).
 """
 
+from dataclasses import dataclass
+
+from simsp.units import BYTES_16BIT, BYTES_FP32
+
 Kernels = dict[str, tuple[float, ...]]
 """Entry name -> bytes of each kernel it stands for, in launch order."""
 
@@ -90,3 +94,40 @@ def _dkv_bytes(kv: float, i: int, d: int, c: int, rank: int) -> float:
     if i >= d:
         return kv if i == 0 and rank == c - 1 else 1.5 * kv
     return 3 * kv if i > 0 else 2 * kv
+
+
+@dataclass(frozen=True)
+class RingKernels:
+    """One entry's kernels on one rank, each timed by its bytes (cost.compute.memory_bound)."""
+
+    name: str
+    seconds: tuple[float, ...]
+
+    @property
+    def busy_s(self) -> float:
+        return sum(self.seconds)
+
+    @property
+    def exposed_s(self) -> float:
+        """What the pass waits for: all of them, or the last where the others run beside the
+        next attention step (HIDDEN_BUT_LAST)."""
+        return self.seconds[-1] if self.name in HIDDEN_BUT_LAST else self.busy_s
+
+
+def slowest_rank(att, backward: bool, memory_bound) -> list[RingKernels]:
+    """The ring's extra kernels (forward_kernels / backward_kernels) on the CP rank whose serial
+    share is the largest: the ring passes K/V (and dK/dV) rank to rank every step, so the
+    layer's attention ends with its slowest rank. `att`: the layer's ring Attention;
+    `memory_bound(nbytes, kind, backward)`: the cost model's element-wise kernel time."""
+    c = att.ring_steps
+    q = BYTES_16BIT * att.batch_heads * att.seq_len * att.head_dim
+    lse = BYTES_FP32 * att.batch_heads * att.seq_len
+    build = backward_kernels if backward else forward_kernels
+    ranks = [
+        [
+            RingKernels(name, tuple(memory_bound(b, "cp_correction", backward).seconds for b in bs))
+            for name, bs in build(q, att.ring.bytes, lse, c, r).items()
+        ]
+        for r in range(c)
+    ]
+    return max(ranks, key=lambda ks: sum(k.exposed_s for k in ks))
