@@ -178,3 +178,18 @@ def test_launcher_releases_run_flash_attention_2():
     assert all(kernel[n] == "" for n in kernel if n.startswith(("nemo2502-", "mb25", "mb26")))
     notes = {c.name: c.notes for c in cases}
     assert all("attention kernel fa2" in notes[n] for n in launcher)
+
+
+def test_fp8_presets_keep_fp8_primary_weights():
+    """NeMo 2 (v2.2.0 fp8_params, v2.3.0 fp8_param_gather) and Megatron-Bridge's FP8 presets keep
+    FP8 primary weights; NeMo 25.02's FP8 scripts reduce gradients in bf16. Not under FSDP, not
+    for the launcher releases or llm-foundry."""
+    cases = [c for s in P.PUBLISHED_SETS for c in P.published_cases(s)[0]]
+    on = {c.name for c in cases if c.workload.training.fp8_param_gather}
+    for c in cases:
+        t, par = c.workload.training, c.workload.parallel
+        modern = c.name.startswith(("nemo2502-", "nemo2504-", "mb25", "mb26"))
+        assert (c.name in on) == (modern and t.precision == "fp8" and not par.fsdp), c.name
+        if c.name.startswith("nemo2502-"):
+            assert not par.grad_reduce_in_fp32
+    assert "nemo2504-gb200-llama3-70b-fsdp" not in on and "nemo2502-b200-llama3-8b" in on

@@ -320,6 +320,8 @@ def published_case(row: dict):
         notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
     if precision == "fp8":
         notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
+        if recipe.fp8_param_gather and not parallel.fsdp:
+            notes.append("fp8 primary weights (the recipe's FP8 preset: fp8_param_gather)")
     if recipe.attention_kernel:
         notes.append(f"attention kernel {recipe.attention_kernel} (not TE's)")
     measured_s, how = measured_iteration_s(row)
@@ -343,6 +345,7 @@ def published_case(row: dict):
                     precision,
                     recipe.fp8_recipe,
                     recipe.attention_kernel,
+                    recipe.fp8_param_gather and not parallel.fsdp,
                 ),
                 parallel=parallel,
             ),

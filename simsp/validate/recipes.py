@@ -24,6 +24,10 @@ class Recipe:
     attention_kernel: str = ""
     """The fused-attention kernel its runs use, where not Transformer Engine's (the hardware
     file's attention_kernel)."""
+    fp8_param_gather: bool = False
+    """Its FP8 preset keeps FP8 primary weights (Megatron fp8_param_gather); not with FSDP,
+    whose gathers simsp prices in 16 bits (NeMo v2.3.0 scripts/performance/utils.py lines
+    352-354 turn it off under Megatron FSDP)."""
 
 
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
@@ -66,7 +70,13 @@ RECIPES = {
         "tp_comm_overlap=True); no recompute",
         "delayed",
         "v2.2.0 has no --fp8_recipe; its fp8 plugin bf16_with_fp8_mixed is delayed scaling",
-        grad_reduce_in_fp32=True,
+        # every NeMo 25.02 row here is FP8: scripts/llm/performance/pretrain_*.py (v2.2.0,
+        # e.g. pretrain_llama3_8b.py lines 64-66) take bf16_with_fp8_mixed() and then set
+        # grad_reduce_in_fp32 = False; that plugin sets fp8_params = True
+        # (recipes/precision/mixed_precision.py line 53), i.e. FP8_PARAMETERS and
+        # fp8_param_gather (recipes/CONFIGURATION-HIERARCHY.md line 153)
+        grad_reduce_in_fp32=False,
+        fp8_param_gather=True,
     ),
     "NeMo 25.04": Recipe(
         f"{_NEMO2}/performance (v2.3.0): utils.set_primary_perf_configs (SP = tp > 1, "
@@ -74,6 +84,8 @@ RECIPES = {
         "recommended_model_configs/model_configs_*.csv), recipes as 25.02",
         "delayed",
         "argument_parser --fp8_recipe default 'ds' (per-tensor delayed scaling)",
+        # recipes/precision/mixed_precision.py (v2.3.0) bf16_with_fp8_mixed line 70
+        fp8_param_gather=True,
     ),
     "Megatron-Bridge 25.09": Recipe(
         f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
@@ -81,22 +93,32 @@ RECIPES = {
         "tp_comm_overlap=True) for tp > 1, SP for tp > 1, no recompute in the rows used",
         "delayed",
         "table says per-tensor FP8 without naming it; argument_parser --fp8_recipe default 'ds'",
+        # src/megatron/bridge/training/mixed_precision.py @ v0.1.0rc3 line 197
+        # (bf16_with_fp8_delayed_scaling_mixed), which scripts/performance/utils/helpers.py
+        # get_precision_config returns for 'ds' unchanged
+        fp8_param_gather=True,
     ),
     "Megatron-Bridge 25.11": Recipe(
         f"{_MB} @ v0.2.0 (workload_base_configs.py, helpers.py): as 25.09",
         "current",
         "table column Precision 'FP8-CS' (current scaling)",
+        # mixed_precision.py @ v0.2.0 line 289 (bf16_with_fp8_current_scaling_mixed)
+        fp8_param_gather=True,
     ),
     "Megatron-Bridge 26.04": Recipe(
         f"{_MB} @ v0.4.1 (configs/llama/*_workload_base_configs.py): as 25.09",
         "current",
         "table 'FP8' beside separate 'MXFP8' rows; v0.4 --compute_dtype offers fp8_cs as the "
         "only per-tensor FP8",
+        # mixed_precision.py @ v0.4.1 line 294
+        fp8_param_gather=True,
     ),
     "Megatron-Bridge 26.06": Recipe(
         f"{_MB} @ v0.5.0 (configs/llama/llama31_workload_base_configs.py): as 25.09",
         "current",
         "as 26.04",
+        # mixed_precision.py @ v0.5.0 line 302
+        fp8_param_gather=True,
     ),
     "llm-foundry": Recipe(
         "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
