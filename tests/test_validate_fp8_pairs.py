@@ -71,3 +71,18 @@ def test_validate_json_reports_the_speedup(capsys):
     assert {"mape", "bias", "max_abs_error"} <= set(sp)
     assert all(r["measured_speedup"] > 1 and r["simsp_speedup"] > 1 for r in sp["pairs"])
     assert entry["skipped"] == len(entry["skipped_cases"]) > 0
+
+
+def test_nemo2_and_bridge_presets_keep_fp8_primary_weights():
+    """The notes' fp8_params / fp8_param_gather, or a NeMo 25.02 / 25.04 NeMo 2.0 or a
+    Megatron-Bridge framework (their FP8 presets set it); not the 1.0 launcher by default."""
+    from simsp.validate.fp8_pairs import fp8_primary_weights
+
+    def pair(framework, recipe=""):
+        return {"framework": framework, "fp8": {"recipe": recipe}}
+
+    assert fp8_primary_weights(pair("NeMo 25.04.01 container, NeMo 2.0 scripts/performance"))
+    assert fp8_primary_weights(pair("NeMo 25.02.01, NeMo 2.0"))
+    assert fp8_primary_weights(pair("Megatron-Bridge, NeMo 25.11 container"))
+    assert not fp8_primary_weights(pair("NeMo 24.12 container, NeMo 1.0 launcher"))
+    assert fp8_primary_weights(pair("NeMo 24.12, NeMo 1.0 launcher", "model.fp8_params=True"))

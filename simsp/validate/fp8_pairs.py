@@ -45,6 +45,20 @@ RECIPE_NOTE = (
 FP8_PARAMS = re.compile(r"fp8_param(s|_gather)\s*=\s*true", re.IGNORECASE)
 """How the pairs file's recipe notes record FP8 primary weights (launcher `model.fp8_params`,
 NeMo 2.0 `fp8_param_gather`)."""
+NEMO2_FP8_PRESET = re.compile(r"NeMo 25\.0[24].*NeMo 2\.0|Megatron-Bridge")
+"""Frameworks whose FP8 preset keeps FP8 primary weights whatever the notes say: NeMo v2.2.0's
+bf16_with_fp8_mixed sets fp8_params = True (recipes/precision/mixed_precision.py line 53),
+v2.3.0's fp8_param_gather = True (line 70), Megatron-Bridge's FP8 presets the same
+(published recipes, validate/recipes.py)."""
+
+
+def fp8_primary_weights(pair: dict) -> bool:
+    """Whether a pair's FP8 run keeps FP8 primary weights: its recipe notes say so, or its
+    framework's FP8 preset does."""
+    return bool(
+        FP8_PARAMS.search(pair["fp8"].get("recipe", ""))
+        or NEMO2_FP8_PRESET.search(pair.get("framework", ""))
+    )
 
 
 def read_pairs(data_dir=None) -> list[dict]:
@@ -145,7 +159,7 @@ def pair_cases(data_dir=None):
                             par["micro_batch"],
                             precision,
                             "delayed",
-                            fp8_param_gather=bool(FP8_PARAMS.search(p["fp8"].get("recipe", ""))),
+                            fp8_param_gather=fp8_primary_weights(p),
                         ),
                         parallel,
                     ),
