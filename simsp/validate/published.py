@@ -318,9 +318,10 @@ def published_case(row: dict):
     micro = _int(row["parallel.micro_batch"], 1)
     if not row["parallel.micro_batch"]:
         notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
+    primary_fp8 = precision == "fp8" and recipe.fp8_param_gather and not parallel.fsdp
     if precision == "fp8":
         notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
-        if recipe.fp8_param_gather and not parallel.fsdp:
+        if primary_fp8:
             notes.append("fp8 primary weights (the recipe's FP8 preset: fp8_param_gather)")
     if recipe.attention_kernel:
         notes.append(f"attention kernel {recipe.attention_kernel} (not TE's)")
@@ -345,7 +346,7 @@ def published_case(row: dict):
                     precision,
                     recipe.fp8_recipe,
                     recipe.attention_kernel,
-                    recipe.fp8_param_gather and not parallel.fsdp,
+                    primary_fp8,
                 ),
                 parallel=parallel,
             ),
