@@ -55,6 +55,25 @@ def test_else_the_mask_s_fwd_bwd_rate():
     assert only.lookup_tflops(64, 4096, False, "fwd") is None
 
 
+def test_a_kernel_measured_only_forward_plus_backward_prices_both_at_that_rate():
+    fa1 = _table(("fa1", 128, 2048, True, "fwd_bwd", 108.0))
+    assert fa1.lookup_tflops(128, 2048, True, "fwd") == 108.0
+    assert fa1.lookup_tflops(128, 2048, True, "bwd") == 108.0
+    assert fa1.lookup_tflops(128, 2048, False, "fwd") is None
+
+
+def test_h100_fa1_rows_are_figure_7_and_slower_than_fa2():
+    """FlashAttention (v1) on H100, FA2 paper Fig. 7d (causal, head dim 128): 108 at 2k against
+    FA2's 265; the A100 table keeps FA2 as its default (fastest) kernel."""
+    cm = ComputeModel(load_hardware("hardware/dgx-h100.yaml"))
+    fa1, fa2 = cm.attention_for("fa1"), cm.attention_for("fa2")
+    assert fa1.lookup_tflops(128, 2048, True, "bwd") == 108.0
+    assert fa2.lookup_tflops(128, 2048, True, "fwd") > 2 * fa1.lookup_tflops(128, 2048, True, "fwd")
+    a100 = ComputeModel(load_hardware("hardware/dgx-a100-80gb.yaml"))
+    assert a100.attention_table.lookup_tflops(128, 2048, True, "fwd") == 187.0  # FA2 Fig. 5d
+    assert a100.attention_for("fa1").lookup_tflops(128, 2048, True, "fwd") == 65.0  # Fig. 5d
+
+
 def test_shipped_tables_read_and_cover_the_modern_head_size():
     for name in ("dgx-a100-80gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"):
         hw = load_hardware(f"hardware/{name}.yaml")
@@ -160,5 +179,5 @@ def test_a_run_names_its_framework_kernel():
     # FA2 16k causal fwd 335 TFLOP/s (arXiv 2407.08608 FP16 fwd fig. (d))
     assert cm.flash_attention(att).seconds == pytest.approx(att.benchmark_flops / 335e12)
     bad = dataclasses.replace(w, training=dataclasses.replace(w.training, attention_kernel="fa9"))
-    with pytest.raises(InputError, match="training.attention_kernel.*fa9.*cudnn, fa2, fa3"):
+    with pytest.raises(InputError, match="training.attention_kernel.*fa9.*cudnn, fa1, fa2, fa3"):
         run(bad, hw)

@@ -83,6 +83,21 @@ A100 = [
     Series("fa2", 128, False, "bwd", (136, 159, 175, 187, 193, 196), f"{FA2} Fig. 6b"),
     Series("fa2", 64, True, "bwd", (81, 111, 131, 149, 160, 166), f"{FA2} Fig. 6c"),
     Series("fa2", 128, True, "bwd", (90, 122, 145, 165, 176, 186), f"{FA2} Fig. 6d"),
+    # The same figures' "FlashAttention" bars: FlashAttention (v1) CUDA, the baseline the paper
+    # ran beside FA2. Its Ampere-generation kernel is the measured one nearest llm-foundry's
+    # pre-MLIR Triton kernel (simsp/validate/recipes.py, "llm-foundry").
+    Series("fa1", 64, False, "fwd_bwd", (91, 92, 104, 108, 110, 110), f"{FA2} Fig. 4a"),
+    Series("fa1", 128, False, "fwd_bwd", (76, 72, 76, 80, 82, 83), f"{FA2} Fig. 4b"),
+    Series("fa1", 64, True, "fwd_bwd", (58, 70, 77, 87, 92, 97), f"{FA2} Fig. 4c"),
+    Series("fa1", 128, True, "fwd_bwd", (55, 62, 69, 76, 80, 83), f"{FA2} Fig. 4d"),
+    Series("fa1", 64, False, "fwd", (91, 96, 99, 104, 104, 104), f"{FA2} Fig. 5a"),
+    Series("fa1", 128, False, "fwd", (69, 66, 71, 71, 72, 73), f"{FA2} Fig. 5b"),
+    Series("fa1", 64, True, "fwd", (56, 70, 81, 89, 91, 94), f"{FA2} Fig. 5c"),
+    Series("fa1", 128, True, "fwd", (49, 59, 65, 68, 70, 71), f"{FA2} Fig. 5d"),
+    Series("fa1", 64, False, "bwd", (91, 90, 106, 109, 112, 113), f"{FA2} Fig. 6a"),
+    Series("fa1", 128, False, "bwd", (78, 75, 79, 84, 86, 88), f"{FA2} Fig. 6b"),
+    Series("fa1", 64, True, "bwd", (58, 70, 76, 85, 93, 98), f"{FA2} Fig. 6c"),
+    Series("fa1", 128, True, "bwd", (59, 63, 71, 80, 86, 89), f"{FA2} Fig. 6d"),
 ]
 
 # ================================================================ H100 SXM5 80GB
@@ -127,6 +142,12 @@ H100 = [
     Series("fa2", 128, False, "fwd_bwd", (248, 294, 320, 326, 335, 338), f"{FA2P}b"),
     Series("fa2", 64, True, "fwd_bwd", (141, 192, 232, 257, 273, 284), f"{FA2P}c"),
     Series("fa2", 128, True, "fwd_bwd", (163, 221, 265, 294, 308, 328), f"{FA2P}d"),
+    # The same figure's "FlashAttention" bars: FlashAttention (v1) CUDA on H100, forward +
+    # backward only (an Ampere-generation kernel: no wgmma / TMA).
+    Series("fa1", 64, False, "fwd_bwd", (157, 159, 161, 161, 166, 168), f"{FA2P}a"),
+    Series("fa1", 128, False, "fwd_bwd", (127, 127, 128, 131, 137, 139), f"{FA2P}b"),
+    Series("fa1", 64, True, "fwd_bwd", (104, 123, 136, 138, 149, 156), f"{FA2P}c"),
+    Series("fa1", 128, True, "fwd_bwd", (98, 109, 108, 126, 135, 137), f"{FA2P}d"),
 ]
 F3P = f"{FA3} FP8 fwd fig."
 H100_FP8 = [
@@ -241,11 +262,13 @@ def csv_text(table: Table) -> str:
 
 def check_a100_consistency(tol: float = 1.0) -> None:
     """Fig. 4's fwd+bwd must equal 3.5 / (1/fwd + 2.5/bwd) of Figs. 5 and 6 (times add up)."""
-    by = {(s.head_dim, s.causal, s.direction): s.values for s in A100}
-    for hd, causal in PANEL:
-        for f, b, fb in zip(by[hd, causal, "fwd"], by[hd, causal, "bwd"], by[hd, causal, "fwd_bwd"]):
-            combined = 3.5 / (1 / f + 2.5 / b)
-            assert abs(combined - fb) <= tol, (hd, causal, f, b, fb, combined)
+    by = {(s.kernel, s.head_dim, s.causal, s.direction): s.values for s in A100}
+    for kernel in sorted({s.kernel for s in A100}):
+        for hd, causal in PANEL:
+            key = (kernel, hd, causal)
+            for f, b, fb in zip(by[(*key, "fwd")], by[(*key, "bwd")], by[(*key, "fwd_bwd")]):
+                combined = 3.5 / (1 / f + 2.5 / b)
+                assert abs(combined - fb) <= tol, (*key, f, b, fb, combined)
 
 
 # ================================================================ README sections
@@ -271,15 +294,17 @@ def section_a100() -> str:
     n = len(rows(TABLES[0]))
     return f"""{README_HEADING}
 
-`flash_attention.csv` ({n} rows): FlashAttention-2 forward, backward and forward + backward
-TFLOP/s on A100 SXM4 80GB, head dim 64 and 128, causal and not, seq_len 512..16k (batch = 16k /
-seq_len, nheads x head_dim = 2048), FP16/BF16.
+`flash_attention.csv` ({n} rows): FlashAttention-2 (`fa2`) and FlashAttention (v1, `fa1`)
+forward, backward and forward + backward TFLOP/s on A100 SXM4 80GB, head dim 64 and 128, causal
+and not, seq_len 512..16k (batch = 16k / seq_len, nheads x head_dim = 2048), FP16/BF16. The
+hardware files name no kernel, so a lookup takes the fastest (FA2 at every point); `fa1` is
+there for runs that name it (`training.attention_kernel`).
 
 Sources:
 - Tri Dao, *FlashAttention-2*, arXiv 2307.08691 (https://arxiv.org/abs/2307.08691), Fig. 4
   (fwd + bwd), Fig. 5 (fwd), Fig. 6 (bwd), panels (a) no causal mask hdim 64, (b) no causal
-  mask hdim 128, (c) causal hdim 64, (d) causal hdim 128; the FlashAttention-2 bars. Read from
-  the paper figures as PNG files (captions included) in
+  mask hdim 128, (c) causal hdim 64, (d) causal hdim 128; the FlashAttention-2 and the
+  FlashAttention bars. Read from the paper figures as PNG files (captions included) in
   `{WB}:assets/post/image/flashattention2/fig4.png`..`fig6.png` @
   `1a20095cd6ca0aea90e034559523c58684df5b57`. Fig. 4 is also the flash-attention README chart
   `{FA_REPO}:assets/flash2_a100_fwd_bwd_benchmark.png@4f285b354796fb17df8636485b9a04df3ebbb7dc`
@@ -288,8 +313,8 @@ Sources:
 {READ}
 - Fig. 4b, seq_len 512 (hdim 128, no causal mask, fwd + bwd): the label sits under the legend.
   151 is the bar height and also 3.5 / (1/fwd + 2.5/bwd) = 151.1 from Figs. 5b/6b (209, 136). The
-  same identity holds for all 24 fwd/bwd/fwd_bwd triples to within 1 TFLOP/s (checked by the
-  script).
+  same identity holds for all 48 fwd/bwd/fwd_bwd triples of both kernels to within 1 TFLOP/s
+  (checked by the script).
 
 {CONVENTION}
 
@@ -311,7 +336,9 @@ def section_h100() -> str:
   64, 128; not causal);
 - `cudnn`: cuDNN fused attention as benchmarked in the FA3 paper, same points;
 - `fa2`: FlashAttention-2 forward / backward from the FA3 paper (2024 FA2 build), and forward +
-  backward (head dim 64, 128; causal and not) from the FA2 paper's Fig. 7 (July 2023 build).
+  backward (head dim 64, 128; causal and not) from the FA2 paper's Fig. 7 (July 2023 build);
+- `fa1`: FlashAttention (v1) forward + backward, the same Fig. 7's FlashAttention bars (a lookup
+  of one direction takes this rate for both: it prices forward + backward together exactly).
 
 `flash_attention_fp8.csv` ({n8} rows): FlashAttention-3 FP8 forward, head dim 64/128/256, causal
 and not. Not referenced by `dgx-h100.yaml` (the cost model runs attention in bf16).
@@ -425,16 +452,18 @@ def readme_sections() -> dict:
 
 
 def update_readme(path: Path, section: str) -> None:
-    """Put `section` at the end of the README at `path`, replacing an earlier copy of it (from its
-    heading to the next `## ` heading or the end of the file)."""
+    """Write `section` into the README at `path`: in place of an earlier copy of it (from its
+    heading to the next `## ` heading or the end of the file), else at the end, so the other
+    derive scripts' sections keep their order."""
     text = path.read_text() if path.exists() else ""
     head, found, tail = text.partition(README_HEADING)
-    if found:
-        nxt = tail.find("\n## ")
-        rest = tail[nxt + 1:] if nxt >= 0 else ""
-        text = head.rstrip("\n") + ("\n\n" + rest.rstrip("\n") if rest else "")
-    text = text.rstrip("\n")
-    path.write_text((text + "\n\n" if text else "") + section)
+    if not found:
+        text = text.rstrip("\n")
+        path.write_text((text + "\n\n" if text else "") + section)
+        return
+    nxt = tail.find("\n## ")
+    rest = tail[nxt + 1:] if nxt >= 0 else ""
+    path.write_text(head + section.rstrip("\n") + "\n" + ("\n" + rest if rest else ""))
 
 
 def derive(out: Path = CAL_ROOT, readme: bool = True) -> list[Path]:

@@ -48,7 +48,9 @@ class AttentionTable:
     in log2(seq_len) between neighbours and held flat beyond the measured range. A direction
     missing for that mask (published backward figures are often non-causal only) takes the other
     mask's rate for that direction times the measured causal / non-causal forward ratio at the
-    same head size and length; failing that, the mask's fwd_bwd rate. None when nothing covers it.
+    same head size and length; failing that (and for a forward with no forward curve), the mask's
+    fwd_bwd rate: published figures of older kernels give only forward + backward, and pricing
+    both directions at that one rate prices their sum exactly. None when nothing covers it.
     """
 
     points: tuple[AttentionPoint, ...]
@@ -70,8 +72,10 @@ class AttentionTable:
     ) -> float | None:
         """Achieved TFLOP/s (benchmark FLOP count) of one direction, or None if not covered."""
         rate = self._curve_rate(head_dim, seq_len, causal, direction)
-        if rate is not None or direction == "fwd":
+        if rate is not None:
             return rate
+        if direction == "fwd":
+            return self._curve_rate(head_dim, seq_len, causal, "fwd_bwd")
         other = self._curve_rate(head_dim, seq_len, not causal, direction)
         fwd = self._curve_rate(head_dim, seq_len, causal, "fwd")
         fwd_other = self._curve_rate(head_dim, seq_len, not causal, "fwd")
