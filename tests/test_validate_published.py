@@ -72,7 +72,9 @@ def test_each_case_names_the_defaults_it_took_and_where_from():
 def test_model_and_parallel_come_from_the_row():
     cases = {c.name: c for c in _all()[0]}
     mpt = cases["foundry-a100-80-mpt-70b-64"].workload
-    assert (mpt.model.position, mpt.model.mlp, mpt.model.bias) == ("alibi", "gelu", False)
+    # llm-foundry's benchmark yamls keep configuration_mpt.py's defaults: learned positions,
+    # biases (not the ALiBi / no-bias MPT release the run list names)
+    assert (mpt.model.position, mpt.model.mlp, mpt.model.bias) == ("learned", "gelu", True)
     assert mpt.parallel.fsdp and not mpt.parallel.distributed_optimizer
     assert mpt.parallel.recompute == "full" and mpt.model.tied_embeddings
     assert cases["foundry-a100-80-mpt-7b-2k-8"].workload.parallel.recompute == "none"
@@ -87,7 +89,7 @@ def test_model_and_parallel_come_from_the_row():
         assert (w.parallel.schedule == "interleaved") == (w.parallel.virtual_stages > 1)
         arch = r["model.arch"].split()[0]
         assert w.model.mlp == {"llama": "swiglu", "nemotron": "squared_relu"}.get(arch, "gelu")
-        assert w.model.position == {"gpt": "learned", "mpt": "alibi"}.get(arch, "rope")
+        assert w.model.position == {"gpt": "learned", "mpt": "learned"}.get(arch, "rope")
 
 
 def test_precision_enters_through_one_helper():
@@ -178,6 +180,17 @@ def test_launcher_releases_run_flash_attention_2():
     assert all(kernel[n] == "" for n in kernel if n.startswith(("nemo2502-", "mb25", "mb26")))
     notes = {c.name: c.notes for c in cases}
     assert all("attention kernel fa2" in notes[n] for n in launcher)
+
+
+def test_llm_foundry_runs_its_triton_attention_priced_as_flashattention_1():
+    """sweep.sh passes no --attn_impl and submit_benchmarks.py defaults to triton (b2a43a147,
+    5e85bd62d): llm-foundry's pre-MLIR Triton kernel, which its author puts slightly below the
+    CUDA FlashAttention (v1) of the time, whose measured rows price it."""
+    cases = [c for s in P.PUBLISHED_SETS for c in P.published_cases(s)[0]]
+    foundry = [c for c in cases if c.name.startswith("foundry-")]
+    assert len(foundry) == 11
+    assert all(c.workload.training.attention_kernel == "fa1" for c in foundry)
+    assert all("attention kernel fa1" in c.notes for c in foundry)
 
 
 def test_fp8_presets_keep_fp8_primary_weights():

@@ -166,7 +166,9 @@ def _model(row: dict) -> ModelSpec:
         "gpt": ("gelu", "layernorm", "learned", True),  # NeMo GPTConfig: add_bias_linear
         "llama": ("swiglu", "rmsnorm", "rope", False),
         "nemotron": ("squared_relu", "layernorm", "rope", False),  # nemotron.py add_bias_linear
-        "mpt": ("gelu", "layernorm", "alibi", False),  # mpt yamls: no_bias true
+        # llm-foundry's benchmark yamls leave configuration_mpt.py's defaults (b2a43a147):
+        # learned_pos_emb True, attn_config alibi False, no_bias False
+        "mpt": ("gelu", "layernorm", "learned", True),
     }
     mlp, norm, position, bias = kinds[arch]
     if row["model.glu"] == "true":

@@ -121,17 +121,22 @@ RECIPES = {
         fp8_param_gather=True,
     ),
     "llm-foundry": Recipe(
-        "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
-        "activation checkpointing as the table states, FlashAttention, ALiBi, no biases, "
-        "no dropout (mpt yamls)",
+        "mosaicml/llm-foundry scripts/train/benchmarking/ @ b2a43a147 (the A100 and H100 8-GPU "
+        "tables) and 5e85bd62d (H100 >= 128 GPUs): sweep.sh runs submit_benchmarks.py with no "
+        "--attn_impl, whose default is triton; FSDP FULL_SHARD, activation checkpointing as the "
+        "table states, no dropout; the pretrain mpt yamls set neither alibi nor no_bias, so "
+        "configuration_mpt.py's defaults hold: learned positions, biases",
         "delayed",
         "amp_fp8 runs TE's fp8_autocast, whose default recipe is DelayedScaling (assumed: the "
         "table names no recipe)",
         tp_comm_overlap=False,
         overlap=False,
-        # llm-foundry's MPT attention is its own attn_impl (flash-attn 2, or its Triton kernel
-        # for ALiBi), not TE's cuDNN backend: the FA2 rows are the measured kernel nearest it
-        attention_kernel="fa2",
+        # attn_impl triton is llmfoundry/models/layers/flash_attn_triton.py: HazyResearch's
+        # pre-MLIR Triton FlashAttention (flash-attention eff9fe6b), whose docstring says its
+        # forward + backward is "slightly slower" than the CUDA FlashAttention of the time
+        # (v1). Not TE's cuDNN backend, and no Hopper instructions: FlashAttention v1's measured
+        # rows (FA2 paper Figs. 4-7) are the nearest kernel, slightly fast.
+        attention_kernel="fa1",
     ),
 }
 
@@ -147,13 +152,7 @@ RECOMPUTE = {
         "launcher 24.07 nemotron/nemotron_340b.yaml activations_checkpoint_granularity selective",
     ),
 }
-KNOWN_GAPS = {
-    "foundry-a100-80-mpt-7b-64k-8": (
-        "attention is most of the work at 64k tokens a sequence; llm-foundry runs ALiBi "
-        "attention through its own kernel, and simsp's A100 FlashAttention-2 rows stop at 16k "
-        "and are held flat beyond"
-    ),
-}
+KNOWN_GAPS: dict[str, str] = {}
 """Cases simsp misses by more than validate's GAP_REPORTED, and the written reason."""
 
 SKIP = {
