@@ -193,6 +193,38 @@ def test_llm_foundry_runs_its_triton_attention_priced_as_flashattention_1():
     assert all("attention kernel fa1" in c.notes for c in foundry)
 
 
+def test_blackwell_runs_of_2025_price_cudnn_at_their_containers_version():
+    """NeMo 25.02 / 25.04 and Megatron-Bridge 25.09 / 25.11 ran 2025 containers (cuDNN <= 9.13):
+    on B200 / GB200, whose table holds cuDNN 9.13.0's rows beside 9.19.1's, their attention is
+    `cudnn-9.13`; the same releases on H100 keep the hardware file's cuDNN rows."""
+    from simsp.config import load_hardware
+    from simsp.cost.compute import ComputeModel
+
+    b200, _ = P.published_cases("published-b200")
+    assert {c.workload.training.attention_kernel for c in b200} == {"cudnn-9.13"}
+    assert all("attention kernel cudnn-9.13 (TE's cuDNN" in c.notes for c in b200)
+    h100, _ = P.published_cases("published-h100")
+    assert all(
+        c.workload.training.attention_kernel == ""
+        for c in h100
+        if c.name.startswith(("nemo2502-", "mb2509-", "mb2511-"))
+    )
+    cm = ComputeModel(load_hardware("hardware/dgx-b200.yaml"))
+    old, new = cm.attention_for("cudnn-9.13"), cm.attention_table
+    assert old.lookup_tflops(128, 8192, True, "fwd") == 1168  # FA4 paper, cuDNN 9.13.0
+    assert new.lookup_tflops(128, 8192, True, "fwd") == 1430  # same figure, cuDNN 9.19.1
+
+
+def test_gb200_pairs_of_nemo_25_04_name_the_2025_cudnn():
+    from simsp.validate.fp8_pairs import pair_cases
+
+    cases, _ = pair_cases()
+    kernel = {c.name: c.workload.training.attention_kernel for c in cases}
+    gb200 = [n for n in kernel if "gb200" in n]
+    assert gb200 and all(kernel[n] == "cudnn-9.13" for n in gb200)
+    assert all(kernel[n] == "" for n in kernel if "h100" in n)
+
+
 def test_fp8_presets_keep_fp8_primary_weights():
     """NeMo 2 (v2.2.0 fp8_params, v2.3.0 fp8_param_gather) and Megatron-Bridge's FP8 presets keep
     FP8 primary weights; NeMo 25.02's FP8 scripts reduce gradients in bf16. Not under FSDP, not

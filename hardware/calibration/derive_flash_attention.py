@@ -181,6 +181,17 @@ B200 = [
            f"{FA4} bwd fig. causal=False hdim 128 (cuDNN 9.19.1.2)", SEQ_32K),
     Series("cudnn", 128, True, "bwd", (651, 894, 1090, 1218, 1293, 1337),
            f"{FA4} bwd fig. causal=True hdim 128 (cuDNN 9.19.1)", SEQ_32K),
+    # The same figures' cuDNN 9.13.0 bars: the cuDNN of 2025's containers (NGC PyTorch 25.09
+    # ships 9.13.1; cudnn-frontend's B200 artifacts measured 9.10.2 within 3% of 9.13.1 from 8k
+    # up), a kernel name of its own so the hardware file's `cudnn` stays the newest.
+    Series("cudnn-9.13", 128, False, "fwd", (1157, 1328, 1413, 1460, 1488, 1517),
+           f"{FA4} fwd fig. causal=False hdim 128 (cuDNN 9.13.0)", SEQ_32K),
+    Series("cudnn-9.13", 128, True, "fwd", (717, 929, 1076, 1168, 1285, 1266),
+           f"{FA4} fwd fig. causal=True hdim 128 (cuDNN 9.13.0)", SEQ_32K),
+    Series("cudnn-9.13", 128, False, "bwd", (857, 1016, 1116, 1171, 1212, 1107),
+           f"{FA4} bwd fig. causal=False hdim 128 (cuDNN 9.13.0)", SEQ_32K),
+    Series("cudnn-9.13", 128, True, "bwd", (543, 732, 893, 1008, 1085, 1142),
+           f"{FA4} bwd fig. causal=True hdim 128 (cuDNN 9.13.0)", SEQ_32K),
     Series("fa2", 128, False, "fwd", (383, 406, 420, 427, 430, 432), f"{FA4} fwd fig. causal=False hdim 128",
            SEQ_32K),
     Series("fa2", 128, True, "fwd", (292, 343, 375, 395, 404, 408), f"{FA4} fwd fig. causal=True hdim 128",
@@ -381,8 +392,18 @@ def section_b200() -> str:
 
 `flash_attention.csv` ({n} rows) on B200, BF16, head dim 128, causal and not, forward and
 backward, seq_len 1k..32k, kernels: `fa4` (FlashAttention-4, CuTe-DSL), `cudnn` (cuDNN 9.19.1.2
-non-causal / 9.19.1 causal, the newest version in the figures; 9.13.0 is also plotted, not
-transcribed), `fa2` (FlashAttention-2 on B200).
+non-causal / 9.19.1 causal, the newest version in the figures, the hardware files' default),
+`cudnn-9.13` (cuDNN 9.13.0, the figures' older cuDNN bars: the cuDNN of 2025's containers, for
+runs that name it), `fa2` (FlashAttention-2 on B200).
+
+cuDNN's Blackwell attention moved between those versions: from 2k up, 9.13.0 is 15-18% below
+9.19.1 causal (forward and backward) and 5-13% below it non-causal. `NVIDIA/cudnn-frontend`
+measured the same step on its own shapes (batch 1, 128 query / 8 KV heads, causal,
+`benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv`):
+cuDNN 9.10.2 (NGC PyTorch 25.06, @9793df5) and 9.13.1 (25.09, @0b1577c) agree within 3% from
+8k up (8k: 1197 / 940 and 1171 / 943 TFLOP/s fwd / bwd, beside 9.13.0's 1168 / 1008 here), so
+the 9.13 rows stand for every cuDNN of 2025 from 9.10 on, and are the nearest measured for older
+ones.
 
 Sources:
 - Ted Zadouri et al., *FlashAttention-4: Algorithm and Kernel Pipelining Co-Design for

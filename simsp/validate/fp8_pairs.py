@@ -52,6 +52,22 @@ v2.3.0's fp8_param_gather = True (line 70), Megatron-Bridge's FP8 presets the sa
 (published recipes, validate/recipes.py)."""
 
 
+NEMO_RELEASE = re.compile(r"NeMo (\d\d\.\d\d)")
+"""The NeMo release a pair's framework names (its container), e.g. `NeMo 25.04.01 container`."""
+
+
+def attention_kernel_of(pair: dict, hw) -> str:
+    """The attention kernel of a pair's runs on `hw`: that of its NeMo release's recipe where
+    validate/recipes.py has one (the cuDNN of the container, where the hardware's table holds
+    rows of it), else the hardware file's."""
+    from simsp.validate.published import attention_kernel
+    from simsp.validate.recipes import RECIPES
+
+    m = NEMO_RELEASE.search(pair.get("framework", ""))
+    recipe = RECIPES.get(f"NeMo {m.group(1)}") if m else None
+    return attention_kernel(recipe, hw)[0] if recipe else ""
+
+
 def fp8_primary_weights(pair: dict) -> bool:
     """Whether a pair's FP8 run keeps FP8 primary weights: its recipe notes say so, or its
     framework's FP8 preset does."""
@@ -135,6 +151,7 @@ def measured_step_s(run: dict, tokens_per_step: int, gpus: int) -> float:
 
 def pair_cases(data_dir=None):
     """(Cases, Skipped) of the fp8-pairs set: two cases a pair, named `<id> bf16` / `<id> fp8`."""
+    from simsp.config import load_hardware
     from simsp.validate.cases import Case, Skipped, project_path
     from simsp.validate.published import training_spec
 
@@ -147,6 +164,8 @@ def pair_cases(data_dir=None):
         m, par, gpus = p["model"], p["parallel"], p["hardware"]["gpus"]
         parallel = _parallel(par, m["layers"])
         source = p["source"]
+        hw_path = project_path(HARDWARE[p["hardware"]["gpu"]])
+        kernel = attention_kernel_of(p, load_hardware(hw_path))
         for precision in ("bf16", "fp8"):
             name = f"{p['id']} {precision}"
             try:
@@ -159,6 +178,7 @@ def pair_cases(data_dir=None):
                             par["micro_batch"],
                             precision,
                             "delayed",
+                            kernel,
                             fp8_param_gather=fp8_primary_weights(p),
                         ),
                         parallel,
@@ -174,13 +194,14 @@ def pair_cases(data_dir=None):
                     name,
                     measured_step_s(p[precision], par["global_batch"] * m["seq"], gpus),
                     w,
-                    str(project_path(HARDWARE[p["hardware"]["gpu"]])),
+                    str(hw_path),
                     description=(
                         f"{m['name']} {precision} {gpus}x {p['hardware']['gpu']} tp{parallel.tp} "
                         f"pp{parallel.pp} cp{parallel.cp} dp{parallel.dp} "
                         f"vp{parallel.virtual_stages} B{par['global_batch']} ({p['framework']})"
                     ),
-                    notes=f"{RECIPE_NOTE}; {source['repo']} {source['path']} @{source['commit']}",
+                    notes=f"{RECIPE_NOTE}{f'; attention kernel {kernel}' if kernel else ''}; "
+                    f"{source['repo']} {source['path']} @{source['commit']}",
                 )
             )
     return cases, skipped

@@ -303,6 +303,34 @@ def _hardware_of(row: dict) -> tuple[str, str]:
     raise InputError(RUNS_FILE, "gpu", row["gpu"], f"must start with one of {', '.join(HARDWARE)}")
 
 
+def attention_kernel(recipe: Recipe, hw) -> tuple[str, str]:
+    """(training.attention_kernel, the note saying why) of a recipe's run on hardware `hw`: the
+    framework's own kernel where it names one; else, where the hardware's table holds rows
+    measured at the cuDNN of the recipe's container, those; else the hardware file's kernel
+    ("", no note)."""
+    if recipe.attention_kernel:
+        return recipe.attention_kernel, f"attention kernel {recipe.attention_kernel} (not TE's)"
+    cudnn = recipe.cudnn_kernel
+    if cudnn and cudnn in _table_kernels(hw.calibration.flash_attention):
+        return cudnn, (
+            f"attention kernel {recipe.cudnn_kernel} (TE's cuDNN at its container's version)"
+        )
+    return "", ""
+
+
+_KERNELS: dict[str, frozenset] = {}
+
+
+def _table_kernels(path: str) -> frozenset:
+    """The kernel names of a FlashAttention table (read once per process)."""
+    if path not in _KERNELS:
+        from simsp.calibration import read_attention_table
+
+        table = read_attention_table(path) if path else None
+        _KERNELS[path] = frozenset(p.kernel for p in table.points) if table else frozenset()
+    return _KERNELS[path]
+
+
 def published_case(row: dict):
     """One derived row as a Case, or a Skipped with the reason simsp cannot run it."""
     from simsp.config import load_hardware
@@ -325,12 +353,12 @@ def published_case(row: dict):
         notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
         if primary_fp8:
             notes.append("fp8 primary weights (the recipe's FP8 preset: fp8_param_gather)")
-    if recipe.attention_kernel:
-        notes.append(f"attention kernel {recipe.attention_kernel} (not TE's)")
     measured_s, how = measured_iteration_s(row)
-    notes.append(how)
     hw = project_path(hw_rel)
-    gpu = load_hardware(hw).gpu
+    spec = load_hardware(hw)
+    gpu = spec.gpu
+    kernel, why = attention_kernel(recipe, spec)
+    notes.extend([why, how] if why else [how])
     if precision == "fp8" and not gpu.peak_fp8_tflops:
         return Skipped(
             set_name,
@@ -347,7 +375,7 @@ def published_case(row: dict):
                     micro,
                     precision,
                     recipe.fp8_recipe,
-                    recipe.attention_kernel,
+                    kernel,
                     primary_fp8,
                 ),
                 parallel=parallel,

@@ -28,11 +28,25 @@ class Recipe:
     """Its FP8 preset keeps FP8 primary weights (Megatron fp8_param_gather); not with FSDP,
     whose gathers simsp prices in 16 bits (NeMo v2.3.0 scripts/performance/utils.py lines
     352-354 turn it off under Megatron FSDP)."""
+    cudnn_kernel: str = ""
+    """The attention-table kernel measured at the cuDNN its container shipped, taken where the
+    run's hardware table has it (where TE runs cuDNN: no attention_kernel of its own); elsewhere
+    the hardware file's kernel."""
 
 
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
 _NEMO2 = "NVIDIA/NeMo nemo/collections/llm/recipes/*.py + scripts"
 _MB = "NVIDIA-NeMo/Megatron-Bridge scripts/performance + src/megatron/bridge/recipes"
+_CUDNN_2025 = (
+    # cuDNN 9.13.0's B200 rows (FA4 paper figures, hardware/calibration/dgx-b200/README.md): the
+    # cuDNN of 2025's containers. Megatron-Bridge v0.2.0 (25.11) docker/Dockerfile.ci builds on
+    # nvcr.io/nvidia/pytorch:25.09-py3, cuDNN 9.13.1 (NVIDIA/cudnn-frontend benchmark README
+    # @0b1577c); nemo:25.09.00 ships CUDA 12.9 (NVIDIA/dgxc-benchmarking llmb-run
+    # nsys_mount_handler.py), an NGC base of 25.06-25.08 (cuDNN 9.10.2 in 25.06, measured within
+    # 3% of 9.13.1); NeMo 25.02 and 25.04 predate 9.10, the oldest B200 cuDNN measured, so their
+    # rows are if anything fast
+    "cudnn-9.13"
+)
 _NO_CUDNN_ATTENTION = (
     # The launcher switched Transformer Engine's cuDNN attention off for these releases, so TE
     # ran flash-attn 2 (with and without CP: TE >= 1.3's AttnFuncWithCP calls either kernel;
@@ -77,6 +91,7 @@ RECIPES = {
         # fp8_param_gather (recipes/CONFIGURATION-HIERARCHY.md line 153)
         grad_reduce_in_fp32=False,
         fp8_param_gather=True,
+        cudnn_kernel=_CUDNN_2025,
     ),
     "NeMo 25.04": Recipe(
         f"{_NEMO2}/performance (v2.3.0): utils.set_primary_perf_configs (SP = tp > 1, "
@@ -86,6 +101,7 @@ RECIPES = {
         "argument_parser --fp8_recipe default 'ds' (per-tensor delayed scaling)",
         # recipes/precision/mixed_precision.py (v2.3.0) bf16_with_fp8_mixed line 70
         fp8_param_gather=True,
+        cudnn_kernel=_CUDNN_2025,
     ),
     "Megatron-Bridge 25.09": Recipe(
         f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
@@ -97,6 +113,7 @@ RECIPES = {
         # (bf16_with_fp8_delayed_scaling_mixed), which scripts/performance/utils/helpers.py
         # get_precision_config returns for 'ds' unchanged
         fp8_param_gather=True,
+        cudnn_kernel=_CUDNN_2025,
     ),
     "Megatron-Bridge 25.11": Recipe(
         f"{_MB} @ v0.2.0 (workload_base_configs.py, helpers.py): as 25.09",
@@ -104,6 +121,7 @@ RECIPES = {
         "table column Precision 'FP8-CS' (current scaling)",
         # mixed_precision.py @ v0.2.0 line 289 (bf16_with_fp8_current_scaling_mixed)
         fp8_param_gather=True,
+        cudnn_kernel=_CUDNN_2025,
     ),
     "Megatron-Bridge 26.04": Recipe(
         f"{_MB} @ v0.4.1 (configs/llama/*_workload_base_configs.py): as 25.09",
