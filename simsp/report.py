@@ -310,12 +310,18 @@ def run_summary(r: Result) -> str:
         f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
         f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
         + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
-        + f"bubble {br['bubble_s']:.3f} s, "
+        + f"bubble {_seconds(br['bubble_s'])} s, "
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
     ]
     return "\n".join(lines)
+
+
+def _seconds(s: float) -> str:
+    """Seconds to the millisecond; a residual within rounding of zero reads 0.000, not -0.000
+    (the bubble is what the iteration leaves after its parts)."""
+    return f"{s + 0.0 if round(s, 3) else 0.0:.3f}"
 
 
 def _fp8_note(d: dict) -> str:

@@ -105,6 +105,18 @@ def test_breakdown_sums_to_the_iteration(workloads, hardware):
     )
 
 
+def test_summary_never_prints_a_negative_zero():
+    """The bubble is a residual: float noise around zero prints 0.000, not -0.000."""
+    from simsp.report import _seconds
+
+    assert (_seconds(-3e-12), _seconds(0.0), _seconds(0.0126), _seconds(-0.25)) == (
+        "0.000",
+        "0.000",
+        "0.013",
+        "-0.250",
+    )
+
+
 def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware):
     w = workloads["gpt3-175b"]
     dp = dataclasses.replace(
