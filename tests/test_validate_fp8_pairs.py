@@ -86,3 +86,17 @@ def test_nemo2_and_bridge_presets_keep_fp8_primary_weights():
     assert fp8_primary_weights(pair("Megatron-Bridge, NeMo 25.11 container"))
     assert not fp8_primary_weights(pair("NeMo 24.12 container, NeMo 1.0 launcher"))
     assert fp8_primary_weights(pair("NeMo 24.12, NeMo 1.0 launcher", "model.fp8_params=True"))
+
+
+def test_virtual_stages_a_table_leaves_out_come_from_its_launch_script(built):
+    """dgxc-benchmarking's NeMo 25.02 Nemotron-4 340B table gives no VP; nemotron/launch.sh of
+    the same commit passes -vp 12. Entries whose table states VP keep it."""
+    cases, _ = built
+    w = {c.name: c.workload.parallel for c in cases}
+    nemo2502 = [n for n in w if n.startswith("dgxc-nemo2502-h100-nemotron4-340b-")]
+    assert len(nemo2502) == 8
+    assert all(w[n].virtual_stages == 12 and w[n].schedule == "interleaved" for n in nemo2502)
+    notes = {c.name: c.notes for c in cases}
+    assert all("vp 12 (NVIDIA/dgxc-benchmarking nemotron/launch.sh" in notes[n] for n in nemo2502)
+    stated = [c for c in cases if "nemotron4-340b" in c.name and c.name not in nemo2502]
+    assert stated and all("; vp " not in c.notes for c in stated)

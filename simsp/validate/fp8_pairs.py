@@ -116,9 +116,31 @@ def _model(m: dict) -> ModelSpec:
     )
 
 
-def _parallel(par: dict, layers: int) -> ParallelSpec:
+UNSTATED_VP = {
+    # id prefix: (virtual stages, where the launch script of the README's commit sets them)
+    "dgxc-nemo2502-h100-nemotron4-340b-": (
+        12,
+        "NVIDIA/dgxc-benchmarking nemotron/launch.sh @741c8860 lines 62-84: VP=12 for 340b, "
+        "passed as -vp (the README's table gives no VP)",
+    ),
+}
+"""Virtual pipeline stages a pair's table leaves out and its launch script sets."""
+
+
+def unstated_vp(pair: dict) -> tuple[int, str]:
+    """(virtual stages, why) for a pair whose table leaves them out, from UNSTATED_VP; (0, "")
+    where the table states them or nothing is known."""
+    if pair["parallel"].get("vp"):
+        return 0, ""
+    for prefix, found in UNSTATED_VP.items():
+        if pair["id"].startswith(prefix):
+            return found
+    return 0, ""
+
+
+def _parallel(par: dict, layers: int, vp_unstated: int = 0) -> ParallelSpec:
     tp, pp, cp = par["tp"], par["pp"], par.get("cp") or 1
-    vp = par.get("vp") or 1
+    vp = par.get("vp") or vp_unstated or 1
     split = pp > 1 and layers % (pp * vp) != 0  # 126-layer 405B: embedding and loss count
     return ParallelSpec(
         tp=tp,
@@ -162,7 +184,8 @@ def pair_cases(data_dir=None):
             skipped.append(Skipped(PAIRS_SET, p["id"], reason))
             continue
         m, par, gpus = p["model"], p["parallel"], p["hardware"]["gpus"]
-        parallel = _parallel(par, m["layers"])
+        vp, vp_why = unstated_vp(p)
+        parallel = _parallel(par, m["layers"], vp)
         source = p["source"]
         hw_path = project_path(HARDWARE[p["hardware"]["gpu"]])
         kernel = attention_kernel_of(p, load_hardware(hw_path))
@@ -200,7 +223,8 @@ def pair_cases(data_dir=None):
                         f"pp{parallel.pp} cp{parallel.cp} dp{parallel.dp} "
                         f"vp{parallel.virtual_stages} B{par['global_batch']} ({p['framework']})"
                     ),
-                    notes=f"{RECIPE_NOTE}{f'; attention kernel {kernel}' if kernel else ''}; "
+                    notes=f"{RECIPE_NOTE}{f'; attention kernel {kernel}' if kernel else ''}"
+                    f"{f'; vp {vp} ({vp_why})' if vp_why else ''}; "
                     f"{source['repo']} {source['path']} @{source['commit']}",
                 )
             )
