@@ -193,11 +193,27 @@ def test_metrics_by_hand():
         "mape": None,
         "max_abs_error": None,
         "bias": None,
+        "over_hbm": [],
         "skipped": 0,
         "reference": "measured",
         "worst": [],
         **{key: V.spread.repeat_summary([]) for key in ("repeats", "release_repeats")},
     }
+
+
+def test_measured_runs_simsp_puts_over_hbm_are_listed():
+    """A run that was measured fit its GPUs: simsp's peak above the capacity is a miss of the
+    memory model, listed per set; layer cases (no peak computed) never are."""
+    c = V.Case("s", "big", 1.0, None, "hw")
+    over = V.CaseResult(c, 1.0, peak_bytes=90 * 2**30, capacity_bytes=80 * 2**30)
+    fits = V.CaseResult(V.Case("s", "ok", 1.0, None, "hw"), 1.0, 70 * 2**30, 80 * 2**30)
+    layer = V.CaseResult(V.Case("s", "layer", 1.0, None, "hw"), 1.0)
+    assert (over.over_hbm, fits.over_hbm, layer.over_hbm) == (True, False, False)
+    s = V.summarize([over, fits, layer], [], ("s",))["sets"]["s"]
+    assert s["over_hbm"] == [{"case": "big", "peak_gib": 90.0, "capacity_gib": 80.0}]
+    v = V.Validation(("s",), (over, fits, layer), (), 0.0)
+    assert "s: HBM, simsp's peak within the GPU for 1 of 2 runs" in V.table(v)
+    assert "    big: 90.0 of 80 GiB" in V.table(v)
 
 
 def test_grouped_metrics_partition_the_set(subset_run):

@@ -159,8 +159,10 @@ def test_the_table_shows_repeats_and_nothing_where_there_are_none():
 def test_cases_csv_names_each_cases_group_after_the_old_columns(tmp_path):
     path, _ = V.write_outputs(_validation(HAND), tmp_path)
     rows = list(csv.DictReader(path.open()))
-    assert list(rows[0])[-2:] == ["repeat_group", "release_group"]
-    assert list(rows[0])[:-2] == list(V.CSV_FIELDS[:-2])
+    # later columns are appended after the old ones: the groups, then simsp's HBM peak
+    added = ["repeat_group", "release_group", "peak_gib", "capacity_gib"]
+    assert list(rows[0])[-4:] == added
+    assert list(rows[0]) == list(V.CSV_FIELDS)
     assert {r["case"]: r["repeat_group"] for r in rows} == {
         "a 25.02": "r1",
         "b 25.09": "r1",

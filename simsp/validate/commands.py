@@ -11,6 +11,7 @@ from pathlib import Path
 from simsp.errors import InputError
 from simsp.knobs import KNOBS, values_of
 from simsp.textfile import write_text
+from simsp.units import GIB
 from simsp.validate.cases import GAP_REPORTED, SETS
 from simsp.validate.fp8_pairs import PAIRS_SET
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
@@ -132,6 +133,17 @@ def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
     return lines
 
 
+def _memory_lines(name: str, rs: list, over: list[dict]) -> list[str]:
+    """Whether simsp's HBM peak lets every measured run of a set fit (they did, having run)."""
+    runs = sum(1 for r in rs if r.capacity_bytes)
+    if not runs:
+        return []
+    head = f"  {name}: HBM, simsp's peak within the GPU for {runs - len(over)} of {runs} runs"
+    return [head + (", over it for (they ran):" if over else "")] + [
+        f"    {o['case']}: {o['peak_gib']:.1f} of {o['capacity_gib']:.0f} GiB" for o in over
+    ]
+
+
 def _metrics_line(label: str, m: dict, skipped: str) -> str:
     if not m["n"]:
         return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
@@ -168,6 +180,7 @@ def table(v: Validation, by: str | None = None) -> str:
         if rs:
             lines += _worst_table(name, rs)
             lines += _gaps(rs)
+            lines += _memory_lines(name, rs, summary[name]["over_hbm"])
         if name == PAIRS_SET and rs:
             lines += _speedup_table(summary[name]["speedup"])
         if with_baseline or name == PAIRS_SET:
@@ -192,9 +205,12 @@ CSV_FIELDS = (
     "notes",
     "repeat_group",
     "release_group",
+    "peak_gib",
+    "capacity_gib",
 )
 """cases.csv's columns; repeat_group / release_group name the case's group of the same input /
-the same published configuration (spread.py) within its set, empty where it has no repeat."""
+the same published configuration (spread.py) within its set, empty where it has no repeat;
+peak_gib / capacity_gib are simsp's HBM peak of the fullest GPU and its HBM (iteration cases)."""
 
 
 def case_rows(v: Validation) -> list[dict]:
@@ -219,6 +235,8 @@ def case_rows(v: Validation) -> list[dict]:
                 "notes": c.notes,
                 "repeat_group": repeat.get((c.set, c.name), ""),
                 "release_group": release.get((c.set, c.name), ""),
+                "peak_gib": f"{r.peak_bytes / GIB:.4g}" if r.capacity_bytes else "",
+                "capacity_gib": f"{r.capacity_bytes / GIB:.4g}" if r.capacity_bytes else "",
             }
         )
     return rows

@@ -16,6 +16,15 @@ class CaseResult:
 
     case: Case
     predicted_s: float
+    peak_bytes: float = 0.0
+    """simsp's HBM peak of the case's fullest GPU (iteration cases; 0 otherwise)."""
+    capacity_bytes: float = 0.0
+    """That GPU's HBM (0 where no peak was computed)."""
+
+    @property
+    def over_hbm(self) -> bool:
+        """simsp puts a run that was measured, so fit, over its GPUs' HBM."""
+        return 0 < self.capacity_bytes < self.peak_bytes
 
     @property
     def error(self) -> float:
@@ -28,6 +37,20 @@ class CaseResult:
         if not self.case.baseline_s:
             return None
         return self.case.baseline_s / self.case.measured_s - 1
+
+
+def over_hbm(results) -> list[dict]:
+    """The measured runs (which fit, having run) that simsp puts over their GPUs' HBM: a check
+    of the memory model against measurement, one-sided as it is."""
+    return [
+        {
+            "case": r.case.name,
+            "peak_gib": r.peak_bytes / 2**30,
+            "capacity_gib": r.capacity_bytes / 2**30,
+        }
+        for r in results
+        if r.over_hbm
+    ]
 
 
 def of_set(results, name: str) -> list[CaseResult]:
@@ -80,7 +103,8 @@ def summarize(
     reference (what the set's times are: REFERENCES), worst, repeats and release_repeats (the
     measurements' own spread where a configuration was measured more than once: spread.py), and,
     with `by`, the same metrics for each value of that setting; sets with a naive baseline add
-    naive_mape, naive_max_abs_error, naive_bias and skipped_cases (each with its reason)."""
+    naive_mape, naive_max_abs_error, naive_bias and skipped_cases (each with its reason);
+    over_hbm lists the measured runs simsp's memory model puts over their HBM (over_hbm())."""
     from simsp.validate.spread import KEYS, repeat_groups, repeat_summary
 
     out = {}
@@ -93,6 +117,7 @@ def summarize(
         if naive:  # the hand estimate beside simsp: model FLOPs / (0.5 x peak x GPUs)
             m = metrics(naive)
             entry.update({f"naive_{k}": m[k] for k in ("mape", "max_abs_error", "bias")})
+        entry["over_hbm"] = over_hbm(rs)
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
         entry["reference"] = REFERENCES.get(name, "measured")
         entry["worst"] = [

@@ -32,13 +32,29 @@ def _hardware(path: str):
 
 def predict(case: Case) -> float:
     """simsp's seconds for a case (cost models are cached per hardware file and process)."""
+    return predict_case(case).seconds
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """simsp's answer for a case: its seconds and, for an iteration, the HBM peak of its
+    fullest GPU beside that GPU's capacity (0 for a layer case)."""
+
+    seconds: float
+    peak_bytes: float = 0.0
+    capacity_bytes: float = 0.0
+
+
+def predict_case(case: Case) -> Prediction:
+    """The Prediction of one case."""
     from simsp.cost import cost_model
 
     hw = _hardware(case.hardware)
     if case.quantity == "iteration":
         from simsp.report import run
 
-        return run(case.workload, hw).iteration_time_s
+        r = run(case.workload, hw)
+        return Prediction(r.iteration_time_s, r.memory.peak_bytes, r.memory.capacity_bytes)
     from simsp.cost.layer_time import layer_time
     from simsp.layer import build_layer
     from simsp.layout import layer_placement
@@ -50,16 +66,17 @@ def predict(case: Case) -> float:
         w.parallel,
         layer_placement(w.parallel, hw.node.gpus),
     )
-    return lt.forward_s if case.quantity == "layer_forward" else lt.backward_s
+    return Prediction(lt.forward_s if case.quantity == "layer_forward" else lt.backward_s)
 
 
-def predict_all(cases: list[Case], workers: int | None = None) -> list[float]:
+def predict_all(cases: list[Case], workers: int | None = None) -> list[Prediction]:
     """Predictions in case order; workers > 1 spreads them over processes."""
     workers = (os.cpu_count() or 1) if workers is None else workers
     if workers <= 1 or len(cases) < 64:
-        return [predict(c) for c in cases]
+        return [predict_case(c) for c in cases]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(predict, cases, chunksize=max(1, len(cases) // (32 * workers))))
+        chunks = max(1, len(cases) // (32 * workers))
+        return list(pool.map(predict_case, cases, chunksize=chunks))
 
 
 @dataclass(frozen=True)
@@ -90,5 +107,8 @@ def run_validation(
             chosen += subset(mine, limit[name]) if name in limit else mine
         cases = chosen
     predicted = predict_all(cases, workers)
-    results = tuple(CaseResult(c, p) for c, p in zip(cases, predicted, strict=True))
+    results = tuple(
+        CaseResult(c, p.seconds, p.peak_bytes, p.capacity_bytes)
+        for c, p in zip(cases, predicted, strict=True)
+    )
     return Validation(tuple(sets), results, tuple(skipped), time.perf_counter() - t0)
