@@ -189,11 +189,15 @@ def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
 def weight_bytes_per_param(parallel: ParallelSpec) -> float:
     """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/(d c)
     sharded over the data-parallel ranks and their context-parallel peers (Megatron-Core
-    docs/source/api-guide/dist_optimizer.md); 2 fewer with bf16 gradients."""
+    docs/source/api-guide/dist_optimizer.md), 6 + 10/(d c) with 16-bit master remainders
+    (store_param_remainders); 2 fewer with bf16 gradients."""
     if parallel.fsdp:
         return fsdp.weight_bytes_per_param(parallel.optimizer_shards)
     grad = 0.0 if parallel.grad_reduce_in_fp32 else -2.0
-    return grad + (6 + 12 / parallel.optimizer_shards if parallel.distributed_optimizer else 18.0)
+    if not parallel.distributed_optimizer:
+        return grad + 18.0
+    state = 10.0 if parallel.store_param_remainders else 12.0
+    return grad + 6 + state / parallel.optimizer_shards
 
 
 def steady_microbatches(p: int, m: int) -> int:

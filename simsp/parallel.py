@@ -60,6 +60,12 @@ class ParallelSpec:
     the V schedules always hold two."""
     distributed_optimizer: bool = False
     """Shard optimizer state over DP (and CP): 6 + 12/(d c) bytes a parameter instead of 18."""
+    store_param_remainders: bool = False
+    """The distributed optimizer keeps the low 16 bits of each fp32 master weight, the bf16
+    weight being its high 16: 10/(d c) bytes of state a parameter instead of 12. Apex's
+    DistributedFusedAdam store_param_remainders, which NeMo 1.x turns on for a bf16 model
+    without FP8 parameters (megatron_base_model.py, r2.0.0rc1 lines 796-804); Megatron-Core's
+    OptimizerConfig.store_param_remainders with its precision-aware optimizer."""
     fsdp: bool = False
     """Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2 as torchtitan and llm-foundry run
     it): parameters, gradients and optimizer state sharded over the dp x cp ranks, each layer's

@@ -169,6 +169,7 @@ def _rules(w: Workload):
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
     yield from _context_rules(w)
     yield from _fsdp_rules(w)
+    yield from _optimizer_rules(w)
     yield (
         "parallel.sequence_parallel",
         p.sequence_parallel,
@@ -257,6 +258,25 @@ def _context_rules(w: Workload):
         p.cp_comm_type,
         p.cp_comm_type != "a2a" or (m.groups // p.tp) % p.cp == 0,
         f"a2a needs cp ({p.cp}) to divide the key/value heads of a TP rank ({m.groups // p.tp})",
+    )
+
+
+def _optimizer_rules(w: Workload):
+    """(key, value, holds, rule) for how the optimizer stores its master weights."""
+    p, t = w.parallel, w.training
+    yield (
+        "parallel.store_param_remainders",
+        p.store_param_remainders,
+        not p.store_param_remainders or p.distributed_optimizer,
+        "needs distributed_optimizer (Apex's DistributedFusedAdam and Megatron-Core's "
+        "precision-aware optimizer keep remainders of their own master shards)",
+    )
+    yield (
+        "parallel.store_param_remainders",
+        p.store_param_remainders,
+        not (p.store_param_remainders and t.fp8_param_gather),
+        "cannot be combined with training.fp8_param_gather: a remainder completes a bf16 "
+        "weight, and FP8 primary weights keep full fp32 masters (NeMo sets store_params)",
     )
 
 

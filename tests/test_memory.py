@@ -190,6 +190,36 @@ def test_weights_18_bytes_or_distributed(workloads, hardware):
     )
 
 
+def test_master_remainders_save_two_bytes_of_each_shard(workloads, hardware):
+    """store_param_remainders: the optimizer keeps 16-bit remainders of its fp32 masters, 6 +
+    10/d bytes a parameter instead of 6 + 12/d; it needs the distributed optimizer and no FP8
+    primary weights (one-line errors naming the key)."""
+    from simsp.errors import InputError
+    from simsp.workload import validate
+
+    w = workloads["gpt-22b"]
+    par = dataclasses.replace(w.parallel, dp=4, distributed_optimizer=True)
+    full = dataclasses.replace(
+        w, parallel=par, training=dataclasses.replace(w.training, global_batch=16)
+    )
+    rem = dataclasses.replace(full, parallel=dataclasses.replace(par, store_param_remainders=True))
+
+    def bytes_of(x):
+        return memory_report(x, hardware).stages[0].weights_and_optimizer_bytes
+
+    assert bytes_of(rem) == pytest.approx(bytes_of(full) * (6 + 10 / 4) / (6 + 12 / 4))
+    alone = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, store_param_remainders=True)
+    )
+    with pytest.raises(InputError, match="store_param_remainders.*needs distributed_optimizer"):
+        validate(alone, "w.yaml")
+    fp8 = dataclasses.replace(
+        rem, training=dataclasses.replace(rem.training, precision="fp8", fp8_param_gather=True)
+    )
+    with pytest.raises(InputError, match="store_param_remainders.*fp8_param_gather"):
+        validate(fp8, "w.yaml")
+
+
 def test_output_deallocation_saves_sbh_per_in_flight_microbatch(workloads, hardware):
     """Appendix B: 530B first stage saves 2sbh x p bytes when SP is off (2.73 GiB)."""
     w = workloads["mt-nlg-530b"]

@@ -35,7 +35,15 @@ def test_a_pair_differs_only_in_precision(built):
             f8 = by_name[name[:-5] + " fp8"]
             assert bf.workload.training.precision == "bf16"
             assert f8.workload.training.precision == "fp8"
-            assert bf.workload.parallel == f8.workload.parallel
+            # the layout is the pair's; only how the optimizer stores masters follows the
+            # precision (NeMo 1.x keeps 16-bit remainders unless FP8 parameters are on)
+            f8_parallel = f8.workload.parallel
+            if f8.workload.training.fp8_param_gather:
+                assert not f8_parallel.store_param_remainders
+                f8_parallel = dataclasses.replace(
+                    f8_parallel, store_param_remainders=bf.workload.parallel.store_param_remainders
+                )
+            assert bf.workload.parallel == f8_parallel
             assert bf.workload.model == f8.workload.model
             as_bf16 = dataclasses.replace(
                 f8.workload.training, precision="bf16", fp8_param_gather=False
@@ -100,3 +108,15 @@ def test_virtual_stages_a_table_leaves_out_come_from_its_launch_script(built):
     assert all("vp 12 (NVIDIA/dgxc-benchmarking nemotron/launch.sh" in notes[n] for n in nemo2502)
     stated = [c for c in cases if "nemotron4-340b" in c.name and c.name not in nemo2502]
     assert stated and all("; vp " not in c.notes for c in stated)
+
+
+def test_nemo_1_launcher_runs_keep_16_bit_master_remainders(built):
+    """NeMo 1.x's distributed_fused_adam stores remainders for a bf16 model without FP8
+    parameters; NeMo 2.0's Megatron-Core optimizer does not (its precision-aware optimizer is
+    off by default)."""
+    cases, _ = built
+    for c in cases:
+        framework = next(p["framework"] for p in read_pairs() if c.name.startswith(p["id"] + " "))
+        nemo1 = framework.startswith("NeMo ") and "NeMo 2.0" not in framework
+        fp8_params = c.workload.training.fp8_param_gather
+        assert c.workload.parallel.store_param_remainders == (nemo1 and not fp8_params), c.name

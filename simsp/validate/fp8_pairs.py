@@ -138,7 +138,21 @@ def unstated_vp(pair: dict) -> tuple[int, str]:
     return 0, ""
 
 
-def _parallel(par: dict, layers: int, vp_unstated: int = 0) -> ParallelSpec:
+NEMO1_LAUNCHER = re.compile(r"^NeMo (?!.*NeMo 2\.0)")
+"""Frameworks that are NeMo 1.x (the NeMo 1.0 launcher; not NeMo 2.0 scripts): their
+distributed_fused_adam keeps 16-bit master remainders for a bf16 model without FP8 parameters
+(validate/recipes.py Recipe.store_param_remainders)."""
+
+
+def master_remainders(pair: dict, precision: str) -> bool:
+    """Whether a pair's run of `precision` keeps 16-bit master remainders."""
+    nemo1 = bool(NEMO1_LAUNCHER.match(pair.get("framework", "")))
+    return nemo1 and not (precision == "fp8" and fp8_primary_weights(pair))
+
+
+def _parallel(
+    par: dict, layers: int, vp_unstated: int = 0, remainders: bool = False
+) -> ParallelSpec:
     tp, pp, cp = par["tp"], par["pp"], par.get("cp") or 1
     vp = par.get("vp") or vp_unstated or 1
     split = pp > 1 and layers % (pp * vp) != 0  # 126-layer 405B: embedding and loss count
@@ -156,6 +170,7 @@ def _parallel(par: dict, layers: int, vp_unstated: int = 0) -> ParallelSpec:
         overlap_grad_reduce=True,
         overlap_param_gather=True,
         grad_reduce_in_fp32=False,
+        store_param_remainders=remainders,
         account_for_embedding_in_pipeline_split=split,
         account_for_loss_in_pipeline_split=split,
     )
@@ -185,12 +200,12 @@ def pair_cases(data_dir=None):
             continue
         m, par, gpus = p["model"], p["parallel"], p["hardware"]["gpus"]
         vp, vp_why = unstated_vp(p)
-        parallel = _parallel(par, m["layers"], vp)
         source = p["source"]
         hw_path = project_path(HARDWARE[p["hardware"]["gpu"]])
         kernel = attention_kernel_of(p, load_hardware(hw_path))
         for precision in ("bf16", "fp8"):
             name = f"{p['id']} {precision}"
+            parallel = _parallel(par, m["layers"], vp, master_remainders(p, precision))
             try:
                 w = validate(
                     Workload(

@@ -230,6 +230,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         + (", overlapped grad reduce/param gather" if recipe.overlap and not fsdp else "")
         + (", tp_comm_overlap" if tp_overlap else "")
         + (", bf16 grad reduce" if not recipe.grad_reduce_in_fp32 else "")
+        + (", 16-bit master remainders" if recipe.store_param_remainders and not fsdp else "")
         + (", embedding and loss counted in the pipeline split" if split else "")
     )
     return ParallelSpec(
@@ -247,6 +248,10 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         overlap_grad_reduce=recipe.overlap and not fsdp,
         overlap_param_gather=recipe.overlap and not fsdp,
         grad_reduce_in_fp32=recipe.grad_reduce_in_fp32,
+        # remainders complete a bf16 weight: not with FP8 primary weights (NeMo's store_params)
+        store_param_remainders=recipe.store_param_remainders
+        and not fsdp
+        and not (row["precision"] == "fp8" and recipe.fp8_param_gather),
         # Llama-3.1-405B's 126 layers over pp x vp chunks: NeMo llama31_405b.py and
         # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
         account_for_embedding_in_pipeline_split=split,

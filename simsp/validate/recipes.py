@@ -28,6 +28,11 @@ class Recipe:
     """Its FP8 preset keeps FP8 primary weights (Megatron fp8_param_gather); not with FSDP,
     whose gathers simsp prices in 16 bits (NeMo v2.3.0 scripts/performance/utils.py lines
     352-354 turn it off under Megatron FSDP)."""
+    store_param_remainders: bool = False
+    """Its optimizer keeps 16-bit remainders of the fp32 master weights where the model is bf16
+    without FP8 parameters (ParallelSpec.store_param_remainders): NeMo 1.x's
+    distributed_fused_adam (Apex DistributedFusedAdam) does, megatron_base_model.py r2.0.0rc1
+    lines 796-804."""
     cudnn_kernel: str = ""
     """The attention-table kernel measured at the cuDNN its container shipped, taken where the
     run's hardware table has it (where TE runs cuDNN: no attention_kernel of its own); elsewhere
@@ -64,6 +69,7 @@ RECIPES = {
         "fp8_hybrid with fp8_amax_history_len/compute_algo: TE DelayedScaling",
         # launcher_scripts/conf/config.yaml @ 24.07 line 72: `NVTE_FUSED_ATTN: 0 # Disable
         # cudnn FA until we've tested it more` (added 562dcb45, removed a6490ffe before 24.09)
+        store_param_remainders=True,
         attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 24.03": Recipe(
@@ -75,6 +81,7 @@ RECIPES = {
         tp_comm_overlap=False,
         grad_reduce_in_fp32=True,
         # launcher_scripts/conf/config.yaml @ 24.03.01 line 68: NVTE_FUSED_ATTN: 0, as 24.07
+        store_param_remainders=True,
         attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 25.02": Recipe(
