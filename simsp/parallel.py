@@ -84,7 +84,8 @@ class ParallelSpec:
     (Megatron-Core's --overlap-param-gather)."""
     grad_reduce_in_fp32: bool = True
     """Keep and reduce gradients in fp32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32,
-    forced on for bf16 runs unless --grad-reduce-in-bf16): 4 bytes a parameter, else 2."""
+    forced on for bf16 runs unless --grad-reduce-in-bf16): 4 bytes a parameter, else 2. With
+    fsdp, the type of its reduce-scatters (torchtitan's mixed_precision_reduce: fp32)."""
     bucket_params: int = 0
     """Parameters per gradient bucket of the overlapped reduction; 0 means Megatron-Core's
     default, max(40M, 1M x d x c) (training.py `bucket_size`)."""

@@ -341,6 +341,26 @@ def test_fsdp_exposure():
     assert F.exposed_s(shared, 4, forward_s=0.5, backward_s=2.0) == (1.0 + 3 * 0.5, 1 + 3 * 1 + 2)
 
 
+def test_fsdp_reduces_in_bf16_where_the_run_does():
+    """grad_reduce_in_fp32 false (Composer's PURE, Megatron FSDP's bf16 reduce): the
+    reduce-scatter moves half the bytes of torchtitan's fp32 one; the gather is unchanged."""
+    w = _w("llama-3.1-8b", cp=1, dp=64, fsdp=True, distributed_optimizer=False)
+    bf16 = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, grad_reduce_in_fp32=False)
+    )
+    lay = layout(w.parallel, 8)
+    fp32_comm, bf16_comm = (
+        F.layer_comm(w, cost_model(H100), lay),
+        F.layer_comm(bf16, cost_model(H100), lay),
+    )
+    net, shard = cost_model(H100).network, F.shard_groups(w, lay)[0]
+    params = layer_params_per_rank(w.model, 1)
+    assert bf16_comm.gather_s == fp32_comm.gather_s
+    assert bf16_comm.reduce_s == net.group_s("reduce_scatter", 2 * params, shard)
+    assert fp32_comm.reduce_s == net.group_s("reduce_scatter", 4 * params, shard)
+    assert F.in_flight_bytes(w, 0) - F.in_flight_bytes(bf16, 0) == 2 * 2 * params
+
+
 def test_hsdp_shards_inside_a_node():
     w = _w("llama-3.1-8b", cp=1, dp=64, fsdp=True, distributed_optimizer=False, fsdp_shard=8)
     shard, replica = F.shard_groups(w, layout(w.parallel, 8))

@@ -225,6 +225,17 @@ def test_gb200_pairs_of_nemo_25_04_name_the_2025_cudnn():
     assert all(kernel[n] == "" for n in kernel if "h100" in n)
 
 
+def test_llm_foundry_fsdp_reduces_in_its_tables_mp_mode():
+    """Composer's MP Mode: DEFAULT reduces gradients in fp32, PURE in bf16 (two A100 tables)."""
+    cases = [c for s in P.PUBLISHED_SETS for c in P.published_cases(s)[0]]
+    foundry = {c.name: c for c in cases if c.name.startswith("foundry-")}
+    for name, c in foundry.items():
+        pure = "MP mode PURE" in BY_ID[name]["notes"]
+        assert c.workload.parallel.grad_reduce_in_fp32 == (not pure), name
+        assert f"(MP mode {'PURE' if pure else 'DEFAULT'})" in c.notes
+    assert sum("MP mode PURE" in BY_ID[n]["notes"] for n in foundry) == 3
+
+
 def test_fp8_presets_keep_fp8_primary_weights():
     """NeMo 2 (v2.2.0 fp8_params, v2.3.0 fp8_param_gather) and Megatron-Bridge's FP8 presets keep
     FP8 primary weights; NeMo 25.02's FP8 scripts reduce gradients in bf16. Not under FSDP, not

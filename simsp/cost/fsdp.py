@@ -8,8 +8,10 @@ later one for what the previous layer's forward does not cover. Backward gathers
 parameters again (`reshard_after_forward`, torchtitan's default without pipelining; with
 pipelining torchtitan keeps them gathered, so backward gathers nothing) and reduce-scatters each
 layer's gradients in fp32 (`mixed_precision_reduce = float32`), both alongside the next layer's
-backward; the last reduce-scatter of a chunk is exposed. With hybrid sharding the reduce-scatter
-is followed by an all-reduce over the replicas of the shard. FSDP2 does this every microbatch
+backward; the last reduce-scatter of a chunk is exposed. The gradients go in 16 bits where the
+run reduces in bf16 (`grad_reduce_in_fp32` false: Composer's PURE mixed precision, Megatron
+FSDP's bf16 reduce). With hybrid sharding the reduce-scatter is followed by an all-reduce over
+the replicas of the shard. FSDP2 does this every microbatch
 (torchtitan does not skip gradient sync under gradient accumulation). Sources: torchtitan
 docs/fsdp.md and parallelize.py @a3104201, torch.distributed.fsdp._fully_shard (research notes in
 the commit introducing this module).
@@ -31,7 +33,8 @@ class LayerComm:
     gather_s: float
     """All-gather of its 16-bit parameters (once before forward, again before backward)."""
     reduce_s: float
-    """Reduce-scatter of its fp32 gradients (and the replica all-reduce with HSDP)."""
+    """Reduce-scatter of its gradients, fp32 or bf16 (grad_bytes), and the replica all-reduce
+    with HSDP."""
     backward_gathers: bool
     """Whether backward gathers again (resharded after forward: no pipelining)."""
     sm_share: float = 0.0
@@ -60,15 +63,22 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
     shard, replica = shard_groups(w, lay)
     net = cost.network
     gather = net.group_s("all_gather", BYTES_16BIT * params, shard)
-    reduce = net.group_s("reduce_scatter", BYTES_FP32 * params, shard)
+    grad = grad_bytes(w)
+    reduce = net.group_s("reduce_scatter", grad * params, shard)
     if replica is not None:
-        reduce += net.group_s("all_reduce", BYTES_FP32 * params / shard.size, replica)
+        reduce += net.group_s("all_reduce", grad * params / shard.size, replica)
     return LayerComm(
         gather,
         reduce,
         backward_gathers=w.parallel.pp == 1,
         sm_share=cost.hw.calibration.collective_sm_share,
     )
+
+
+def grad_bytes(w: Workload) -> float:
+    """Bytes a gradient element is reduced in: fp32 (torchtitan's mixed_precision_reduce,
+    Composer's DEFAULT) unless the run reduces in bf16 (parallel.grad_reduce_in_fp32 false)."""
+    return BYTES_FP32 if w.parallel.grad_reduce_in_fp32 else BYTES_16BIT
 
 
 def exposed_s(comm: LayerComm, layers: int, forward_s: float, backward_s: float):
@@ -94,12 +104,12 @@ def beside_s(compute_s: float, comm_s: float, sm_share: float) -> float:
 
 def in_flight_bytes(w: Workload, stage_params: float) -> float:
     """Unsharded buffers one rank holds at its peak: with resharding, two layers' gathered
-    16-bit parameters (the one computing and the one prefetched) and two layers' fp32
-    unsharded gradients (the one reduce-scattering and the one being produced); with pipelining
-    (kept gathered) the whole stage's 16-bit parameters instead of the two layers."""
+    16-bit parameters (the one computing and the one prefetched) and two layers' unsharded
+    gradients in their reduce type (the one reduce-scattering and the one being produced); with
+    pipelining (kept gathered) the whole stage's 16-bit parameters instead of the two layers."""
     layer = layer_params_per_rank(w.model, w.parallel.tp)
     gathered = BYTES_16BIT * (2 * layer if w.parallel.pp == 1 else stage_params)
-    return gathered + 2 * BYTES_FP32 * layer
+    return gathered + 2 * grad_bytes(w) * layer
 
 
 def weight_bytes_per_param(shards: int) -> float:

@@ -15,12 +15,21 @@ of run --json); FP8 runs keep the 16-bit peak, as MFU does.
 """
 
 import csv
+import re
 from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.validate.recipes import KNOWN_GAPS, RECIPES, RECOMPUTE, SKIP, TP_OVERLAP_OFF, Recipe
+from simsp.validate.recipes import (
+    COMPOSER_REDUCE_FP32,
+    KNOWN_GAPS,
+    RECIPES,
+    RECOMPUTE,
+    SKIP,
+    TP_OVERLAP_OFF,
+    Recipe,
+)
 from simsp.workload import TrainingSpec, Workload, validate
 
 PUBLISHED_SETS = ("published-a100", "published-h100", "published-b200")
@@ -223,13 +232,18 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         recompute, why = RECOMPUTE[row["id"]]
         notes.append(f"recompute {recompute} ({why})")
     tp_overlap = recipe.tp_comm_overlap and sp_on and row["id"] not in TP_OVERLAP_OFF
+    reduce_fp32 = recipe.grad_reduce_in_fp32
+    mode = re.search(r"MP mode (\w+)", row.get("notes", ""))
+    if fsdp and mode and mode.group(1) in COMPOSER_REDUCE_FP32:
+        reduce_fp32 = COMPOSER_REDUCE_FP32[mode.group(1)]
     split = _int(row["model.layers"]) % (pp * vp) != 0 and pp > 1
     notes.append(
         f"sp {'on' if sp_on else 'off'}, recompute {recompute}, "
         + ("fsdp" if fsdp else "distributed optimizer")
         + (", overlapped grad reduce/param gather" if recipe.overlap and not fsdp else "")
         + (", tp_comm_overlap" if tp_overlap else "")
-        + (", bf16 grad reduce" if not recipe.grad_reduce_in_fp32 else "")
+        + (", bf16 grad reduce" if not reduce_fp32 else "")
+        + (f" (MP mode {mode.group(1)})" if fsdp and mode else "")
         + (", 16-bit master remainders" if recipe.store_param_remainders and not fsdp else "")
         + (", embedding and loss counted in the pipeline split" if split else "")
     )
@@ -247,7 +261,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         fsdp=fsdp,
         overlap_grad_reduce=recipe.overlap and not fsdp,
         overlap_param_gather=recipe.overlap and not fsdp,
-        grad_reduce_in_fp32=recipe.grad_reduce_in_fp32,
+        grad_reduce_in_fp32=reduce_fp32,
         # remainders complete a bf16 weight: not with FP8 primary weights (NeMo's store_params)
         store_param_remainders=recipe.store_param_remainders
         and not fsdp

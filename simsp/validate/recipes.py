@@ -156,6 +156,8 @@ RECIPES = {
         "table names no recipe)",
         tp_comm_overlap=False,
         overlap=False,
+        # the table's MP Mode DEFAULT reduces in fp32; its PURE rows are COMPOSER_REDUCE_FP32's
+        grad_reduce_in_fp32=True,
         # attn_impl triton is llmfoundry/models/layers/flash_attn_triton.py: HazyResearch's
         # pre-MLIR Triton FlashAttention (flash-attention eff9fe6b), whose docstring says its
         # forward + backward is "slightly slower" than the CUDA FlashAttention of the time
@@ -164,6 +166,12 @@ RECIPES = {
         attention_kernel="fa1",
     ),
 }
+
+COMPOSER_REDUCE_FP32 = {"DEFAULT": True, "FULL": True, "PURE": False}
+"""Whether Composer's FSDP mixed-precision mode (llm-foundry's table column 'MP Mode') reduces
+gradients in fp32: get_mixed_precision (mosaicml/composer composer/distributed/
+mosaic_parallelism.py) gives DEFAULT reduce_dtype float32, PURE the autocast type (bf16), FULL
+no cast (fp32)."""
 
 TP_OVERLAP_OFF = {
     # launcher 24.07 configs with ub_tp_comm_overlap False although tp > 1
