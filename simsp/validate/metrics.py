@@ -6,6 +6,7 @@ Errors are fractions, predicted / measured - 1.
 from dataclasses import dataclass
 
 from simsp.knobs import KNOBS, values_of
+from simsp.units import GIB
 from simsp.validate.cases import REFERENCES, SETS, Case, Skipped
 from simsp.validate.fp8_pairs import PAIRS_SET, speedups
 
@@ -45,8 +46,8 @@ def over_hbm(results) -> list[dict]:
     return [
         {
             "case": r.case.name,
-            "peak_gib": r.peak_bytes / 2**30,
-            "capacity_gib": r.capacity_bytes / 2**30,
+            "peak_gib": r.peak_bytes / GIB,
+            "capacity_gib": r.capacity_bytes / GIB,
         }
         for r in results
         if r.over_hbm

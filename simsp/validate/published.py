@@ -331,9 +331,7 @@ def attention_kernel(recipe: Recipe, hw) -> tuple[str, str]:
         return recipe.attention_kernel, f"attention kernel {recipe.attention_kernel} (not TE's)"
     cudnn = recipe.cudnn_kernel
     if cudnn and cudnn in _table_kernels(hw.calibration.flash_attention):
-        return cudnn, (
-            f"attention kernel {recipe.cudnn_kernel} (TE's cuDNN at its container's version)"
-        )
+        return cudnn, f"attention kernel {cudnn} (TE's cuDNN at its container's version)"
     return "", ""
 
 

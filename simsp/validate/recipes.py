@@ -67,9 +67,9 @@ RECIPES = {
         "grad_sync_dtype=bf16 in the FP8 examples",
         "delayed",
         "fp8_hybrid with fp8_amax_history_len/compute_algo: TE DelayedScaling",
+        store_param_remainders=True,
         # launcher_scripts/conf/config.yaml @ 24.07 line 72: `NVTE_FUSED_ATTN: 0 # Disable
         # cudnn FA until we've tested it more` (added 562dcb45, removed a6490ffe before 24.09)
-        store_param_remainders=True,
         attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 24.03": Recipe(
@@ -80,8 +80,8 @@ RECIPES = {
         "fp8 amax history 1024 / max: TE DelayedScaling",
         tp_comm_overlap=False,
         grad_reduce_in_fp32=True,
-        # launcher_scripts/conf/config.yaml @ 24.03.01 line 68: NVTE_FUSED_ATTN: 0, as 24.07
         store_param_remainders=True,
+        # launcher_scripts/conf/config.yaml @ 24.03.01 line 68: NVTE_FUSED_ATTN: 0, as 24.07
         attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "NeMo 25.02": Recipe(
