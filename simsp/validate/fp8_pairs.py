@@ -60,7 +60,7 @@ def attention_kernel_of(pair: dict, hw) -> str:
     """The attention kernel of a pair's runs on `hw`: that of its NeMo release's recipe where
     validate/recipes.py has one (the cuDNN of the container, where the hardware's table holds
     rows of it), else the hardware file's."""
-    from simsp.validate.published import attention_kernel
+    from simsp.validate.attention_kernel import attention_kernel
     from simsp.validate.recipes import RECIPES
 
     m = NEMO_RELEASE.search(pair.get("framework", ""))

@@ -21,6 +21,7 @@ from pathlib import Path
 from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
+from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.recipes import (
     COMPOSER_REDUCE_FP32,
     KNOWN_GAPS,
@@ -320,32 +321,6 @@ def _hardware_of(row: dict) -> tuple[str, str]:
         if row["gpu"].startswith(prefix):
             return found
     raise InputError(RUNS_FILE, "gpu", row["gpu"], f"must start with one of {', '.join(HARDWARE)}")
-
-
-def attention_kernel(recipe: Recipe, hw) -> tuple[str, str]:
-    """(training.attention_kernel, the note saying why) of a recipe's run on hardware `hw`: the
-    framework's own kernel where it names one; else, where the hardware's table holds rows
-    measured at the cuDNN of the recipe's container, those; else the hardware file's kernel
-    ("", no note)."""
-    if recipe.attention_kernel:
-        return recipe.attention_kernel, f"attention kernel {recipe.attention_kernel} (not TE's)"
-    cudnn = recipe.cudnn_kernel
-    if cudnn and cudnn in _table_kernels(hw.calibration.flash_attention):
-        return cudnn, f"attention kernel {cudnn} (TE's cuDNN at its container's version)"
-    return "", ""
-
-
-_KERNELS: dict[str, frozenset] = {}
-
-
-def _table_kernels(path: str) -> frozenset:
-    """The kernel names of a FlashAttention table (read once per process)."""
-    if path not in _KERNELS:
-        from simsp.calibration import read_attention_table
-
-        table = read_attention_table(path) if path else None
-        _KERNELS[path] = frozenset(p.kernel for p in table.points) if table else frozenset()
-    return _KERNELS[path]
 
 
 def published_case(row: dict):
