@@ -120,3 +120,21 @@ def test_nemo_1_launcher_runs_keep_16_bit_master_remainders(built):
         nemo1 = framework.startswith("NeMo ") and "NeMo 2.0" not in framework
         fp8_params = c.workload.training.fp8_param_gather
         assert c.workload.parallel.store_param_remainders == (nemo1 and not fp8_params), c.name
+
+
+def test_pairs_name_their_release(built):
+    """A pair's framework text gives its release (container or table label): `--by framework`."""
+    from simsp.validate.fp8_pairs import release_of
+
+    cases, _ = built
+    assert {c.framework for c in cases} == {
+        "NeMo 24.09",
+        "NeMo 24.11",
+        "NeMo 24.12",
+        "NeMo 25.02",
+        "NeMo 25.04",
+    }
+    assert release_of({"framework": "Megatron-Bridge, NeMo 25.11 container"}) == (
+        "Megatron-Bridge 25.11"
+    )
+    assert release_of({"framework": "MaxText on JAX"}) == "MaxText on JAX"

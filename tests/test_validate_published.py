@@ -236,6 +236,21 @@ def test_llm_foundry_fsdp_reduces_in_its_tables_mp_mode():
     assert sum("MP mode PURE" in BY_ID[n]["notes"] for n in foundry) == 3
 
 
+def test_errors_group_by_the_release_that_ran_them_and_by_hardware():
+    """`validate --by framework` / `--by hardware`: a set's errors by the recipe's release and
+    by hardware file, the groups partitioning the set."""
+    from simsp.validate.metrics import grouped
+    from simsp.validate.runner import run_validation
+
+    rs = run_validation(("published-b200",), workers=1).results
+    by_release = grouped(list(rs), "framework")
+    releases = {"NeMo 25.02", "NeMo 25.04", "Megatron-Bridge 25.09", "Megatron-Bridge 25.11"}
+    assert set(by_release) == releases
+    assert sum(m["n"] for m in by_release.values()) == len(rs)
+    assert set(grouped(list(rs), "hardware")) == {"dgx-b200", "gb200-nvl72"}
+    assert {r.case.framework for r in rs if r.case.name.startswith("nemo2502-")} == {"NeMo 25.02"}
+
+
 def test_fp8_presets_keep_fp8_primary_weights():
     """NeMo 2 (v2.2.0 fp8_params, v2.3.0 fp8_param_gather) and Megatron-Bridge's FP8 presets keep
     FP8 primary weights; NeMo 25.02's FP8 scripts reduce gradients in bf16. Not under FSDP, not

@@ -159,9 +159,9 @@ def test_the_table_shows_repeats_and_nothing_where_there_are_none():
 def test_cases_csv_names_each_cases_group_after_the_old_columns(tmp_path):
     path, _ = V.write_outputs(_validation(HAND), tmp_path)
     rows = list(csv.DictReader(path.open()))
-    # later columns are appended after the old ones: the groups, then simsp's HBM peak
-    added = ["repeat_group", "release_group", "peak_gib", "capacity_gib"]
-    assert list(rows[0])[-4:] == added
+    # later columns are appended after the old ones: the groups, simsp's HBM peak, the release
+    added = ["repeat_group", "release_group", "peak_gib", "capacity_gib", "framework"]
+    assert list(rows[0])[-5:] == added
     assert list(rows[0]) == list(V.CSV_FIELDS)
     assert {r["case"]: r["repeat_group"] for r in rows} == {
         "a 25.02": "r1",

@@ -86,6 +86,9 @@ class Case:
     known_gap: str = ""
     """Why simsp is known to miss this case by far, in writing (published sets); printed beside
     any case beyond GAP_REPORTED."""
+    framework: str = ""
+    """The framework release that ran the measurement, where the source names it (published
+    sets: the recipe's key, e.g. `NeMo 25.02`; fp8-pairs: the NeMo release)."""
 
 
 @dataclass(frozen=True)

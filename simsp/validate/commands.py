@@ -207,10 +207,12 @@ CSV_FIELDS = (
     "release_group",
     "peak_gib",
     "capacity_gib",
+    "framework",
 )
 """cases.csv's columns; repeat_group / release_group name the case's group of the same input /
 the same published configuration (spread.py) within its set, empty where it has no repeat;
-peak_gib / capacity_gib are simsp's HBM peak of the fullest GPU and its HBM (iteration cases)."""
+peak_gib / capacity_gib are simsp's HBM peak of the fullest GPU and its HBM (iteration cases);
+framework the release that ran the measurement, where the source names it."""
 
 
 def case_rows(v: Validation) -> list[dict]:
@@ -237,6 +239,7 @@ def case_rows(v: Validation) -> list[dict]:
                 "release_group": release.get((c.set, c.name), ""),
                 "peak_gib": f"{r.peak_bytes / GIB:.4g}" if r.capacity_bytes else "",
                 "capacity_gib": f"{r.capacity_bytes / GIB:.4g}" if r.capacity_bytes else "",
+                "framework": c.framework,
             }
         )
     return rows

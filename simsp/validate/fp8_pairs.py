@@ -52,8 +52,20 @@ v2.3.0's fp8_param_gather = True (line 70), Megatron-Bridge's FP8 presets the sa
 (published recipes, validate/recipes.py)."""
 
 
-NEMO_RELEASE = re.compile(r"NeMo (\d\d\.\d\d)")
-"""The NeMo release a pair's framework names (its container), e.g. `NeMo 25.04.01 container`."""
+NEMO_RELEASE = re.compile(r"NeMo (?:Megatron )?(\d\d\.\d\d)")
+"""The NeMo release a pair's framework names (its container, e.g. `NeMo 25.04.01 container`,
+or its table's label, `NeMo Megatron 24.11`)."""
+
+
+def release_of(pair: dict) -> str:
+    """The release a pair's framework names, `NeMo 25.04` or `Megatron-Bridge 25.11`; the
+    framework text itself where it names no release number."""
+    framework = pair.get("framework", "")
+    m = NEMO_RELEASE.search(framework)
+    if not m:
+        return framework
+    name = "Megatron-Bridge" if framework.startswith("Megatron-Bridge") else "NeMo"
+    return f"{name} {m.group(1)}"
 
 
 def attention_kernel_of(pair: dict, hw) -> str:
@@ -238,6 +250,7 @@ def pair_cases(data_dir=None):
                         f"pp{parallel.pp} cp{parallel.cp} dp{parallel.dp} "
                         f"vp{parallel.virtual_stages} B{par['global_batch']} ({p['framework']})"
                     ),
+                    framework=release_of(p),
                     notes=f"{RECIPE_NOTE}{f'; attention kernel {kernel}' if kernel else ''}"
                     f"{f'; vp {vp} ({vp_why})' if vp_why else ''}; "
                     f"{source['repo']} {source['path']} @{source['commit']}",

@@ -4,6 +4,7 @@ Errors are fractions, predicted / measured - 1.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from simsp.knobs import KNOBS, values_of
 from simsp.units import GIB
@@ -72,12 +73,20 @@ def metrics(errors: list[float]) -> dict:
     }
 
 
-BY_FIELDS = tuple(k.name for k in KNOBS)
-"""Settings `simsp validate --by` can group a set's errors by: every knob (knobs.py)."""
+CASE_FIELDS = ("hardware", "framework")
+"""What a case says of its measurement beside its workload: the hardware file, the release."""
+BY_FIELDS = tuple(k.name for k in KNOBS) + CASE_FIELDS
+"""Settings `simsp validate --by` can group a set's errors by: every knob (knobs.py), the
+hardware file and the framework release."""
 
 
 def setting(case: Case, field: str):
-    """One of BY_FIELDS of the case's workload (parallel, training or model)."""
+    """One of BY_FIELDS of the case: its hardware file's name, its framework release, or a
+    knob of its workload (parallel, training or model)."""
+    if field == "hardware":
+        return Path(case.hardware).stem
+    if field == "framework":
+        return case.framework
     return values_of(case.workload)[field]
 
 

@@ -394,6 +394,7 @@ def published_case(row: dict):
         baseline_s=baseline,
         notes="; ".join(notes),
         known_gap=KNOWN_GAPS.get(row["id"], ""),
+        framework=recipe_name,
     )
 
 
