@@ -194,13 +194,19 @@ class ComputeModel:
 
     def flash_attention(self, att: Attention, backward: bool = False) -> Timed:
         """A fused attention kernel: its benchmark FLOPs (x 2.5 backward) over the measured rate
-        for its head size, sequence length and mask; without a table, its two (backward: five)
-        batched GEMMs from the GEMM tables, halved when causal, as the kernel skips masked
-        blocks."""
+        for its head size, sequence length, mask and (where the table states it) width; without a
+        table, its two (backward: five) batched GEMMs from the GEMM tables, halved when causal,
+        as the kernel skips masked blocks."""
         flops = att.benchmark_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
         table = self.attention_for(att.kernel)
         rate = (
-            table.lookup_tflops(att.head_dim, att.seq_len, att.causal, "bwd" if backward else "fwd")
+            table.lookup_tflops(
+                att.head_dim,
+                att.seq_len,
+                att.causal,
+                "bwd" if backward else "fwd",
+                att.batch_heads,
+            )
             if table
             else None
         )
