@@ -181,3 +181,74 @@ def test_a_run_names_its_framework_kernel():
     bad = dataclasses.replace(w, training=dataclasses.replace(w.training, attention_kernel="fa9"))
     with pytest.raises(InputError, match="training.attention_kernel.*fa9.*cudnn, fa1, fa2, fa3"):
         run(bad, hw)
+
+
+def _wide(*rows) -> AttentionTable:
+    return AttentionTable(
+        tuple(AttentionPoint("gpu", "k", 128, s, True, "fwd", x, "", bh) for s, bh, x in rows)
+    )
+
+
+W = _wide((4096, 8, 350.0), (4096, 32, 820.0), (4096, 64, 980.0), (32768, 8, 1350.0))
+
+
+def test_rows_with_a_width_interpolate_in_log2_batch_heads_then_in_length():
+    assert W.lookup_tflops(128, 4096, True, "fwd", 8) == 350.0
+    assert W.lookup_tflops(128, 4096, True, "fwd", 16) == pytest.approx(350 + 0.5 * (820 - 350))
+    assert W.lookup_tflops(128, 4096, True, "fwd", 256) == 980.0  # flat beyond the widths
+    assert W.lookup_tflops(128, 4096, True, "fwd", 2) == 350.0
+    # 8192 is a third of the way (in log2) from 4096 to 32768, each length at width 8
+    assert W.lookup_tflops(128, 8192, True, "fwd", 8) == pytest.approx(350 + (1350 - 350) / 3)
+
+
+def test_a_call_of_unknown_width_takes_the_fastest_measured_width():
+    assert W.lookup_tflops(128, 4096, True, "fwd") == 980.0
+
+
+def test_rows_without_a_width_stand_for_any_width():
+    mixed = AttentionTable(W.points + (AttentionPoint("gpu", "j", 128, 4096, True, "fwd", 500.0),))
+    assert mixed.lookup_tflops(128, 4096, True, "fwd", 8) == 500.0  # the faster kernel
+    assert mixed.lookup_tflops(128, 4096, True, "fwd", 64) == 980.0
+    assert T.lookup_tflops(128, 4096, False, "fwd", 4) == 330.0  # width-free tables unchanged
+
+
+def test_batch_heads_column_round_trips_and_is_written_only_when_stated(tmp_path):
+    from simsp.calibration.attention import write_attention_table
+
+    path = tmp_path / "w.csv"
+    write_attention_table(path, W.points)
+    assert path.read_text().splitlines()[0].endswith(",batch_heads")
+    assert read_attention_table(path).points == W.points
+    write_attention_table(path, T.points)
+    assert "batch_heads" not in path.read_text()
+    assert read_attention_table(path).points == T.points
+
+
+def test_a_negative_batch_heads_is_a_one_line_error(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "gpu,kernel,head_dim,seq_len,causal,direction,tflops,source,batch_heads\n"
+        "g,k,128,4096,true,fwd,100,s,-2\n"
+    )
+    with pytest.raises(InputError, match="batch_heads"):
+        read_attention_table(path)
+
+
+def test_b200_te_rows_are_simumax_s_profile_at_flash_attention_s_flop_count():
+    """SimuMax counts a causal forward as the full square (2 b s^2 h (d_qk + d_v)): its efficiency
+    x 2250 / 2 is flash-attention's count. 8 heads at 4096 (a tp-8 rank of Llama-3-70B) run at a
+    third of 64 heads' rate forward."""
+    import json
+
+    sys_file = Path("hardware/calibration/dgx-b200/sources/simumax_b200_bf16_ceperm.json")
+    eff = json.loads(sys_file.read_text())["accelerator"]["op"]["sdp_fwd"][
+        "accurate_efficient_factor"
+    ]
+    key = (
+        "batch=1, seq_len=4096, head_num=8, kv_head_num=2, qk_head_dim=128, v_head_dim=128, "
+        "qkv_contiguous=True"
+    )
+    te = ComputeModel(load_hardware("hardware/dgx-b200.yaml")).attention_for("te-2.11")
+    tp8 = te.lookup_tflops(128, 4096, True, "fwd", 8)
+    assert tp8 == round(eff[key] * 2250 / 2)  # the faster of its two GQA ratios at 8 heads
+    assert tp8 < te.lookup_tflops(128, 4096, True, "fwd", 64) / 2

@@ -13,18 +13,23 @@ not measured here and not modelled. Files written, under hardware/calibration/ (
 * dgx-h100/flash_attention_fp8.csv  - FlashAttention-3 FP8 forward on H100 SXM5 (FA3 paper), kept out
   of the bf16 table (not referenced by the hardware files);
 * dgx-b200/flash_attention.csv      - FlashAttention-4, cuDNN 9.19.1 and FlashAttention-2 on B200
-  (FA4 paper forward / backward figures);
+  (FA4 paper forward / backward figures), and Transformer Engine 2.11's attention as SimuMax
+  profiled it on a B200 by batch x heads (`te-2.11`, read from the SimuMax system file kept
+  under dgx-b200/sources/: the one measured table here, not a figure);
 * a "## FlashAttention throughput" section at the end of the README.md of those folders and of
   the folders whose hardware file reuses one of the tables (dgx-a100-40gb, vtrain-a100 -> A100;
   hgx-h200 -> H100; gb200-nvl72 -> B200), replacing an earlier copy of that section.
 
-Columns: gpu, kernel, head_dim, seq_len, causal, direction, tflops, source. FLOPs follow the
+Columns: gpu, kernel, head_dim, seq_len, causal, direction, tflops, source (and batch_heads where
+a table states the width of the timed call: the te-2.11 rows). FLOPs follow the
 flash-attention benchmarks (Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py,
 `flops()`): forward = 4 * batch * seqlen^2 * nheads * headdim, halved when causal; backward = 2.5x
 forward; forward + backward = 3.5x forward. TFLOP/s = those FLOPs / measured time.
 """
 
 import argparse
+import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +208,38 @@ B200 = [
 ]
 
 
+# ================================================================ B200: SimuMax's TE profile
+# MooreThreads/SimuMax configs/system/b200_bf16_ceperm.json @4dcaae51 (the copy in
+# dgx-b200/sources/), accelerator.op.sdp_fwd / sdp_bwd accurate_efficient_factor: Megatron-LM's
+# TEDotProductAttention (Transformer Engine 2.11.0, causal, sbhd) on SimuMax's B200, kernel
+# times from the torch profiler (simu_tools/efficency_test/test_fa_efficiency.py @4dcaae51,
+# `_profile_kernel_mean_ms`), as a fraction of 2250 TFLOP/s under SimuMax's FLOP count:
+# forward 2 b s^2 h (d_qk + d_v), backward 2.5x that (lines 628-633), the full square. For d = 128
+# that is twice flash-attention's causal count, so tflops = efficiency x 2250 / 2.
+SIMUMAX_SYSTEM = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
+SIMUMAX_SRC = "SimuMax b200_bf16_ceperm.json@4dcaae51 TE 2.11"
+SIMUMAX_PEAK = 2250.0
+_SDPA_KEY = re.compile(r"batch=(\d+), seq_len=(\d+), head_num=(\d+), kv_head_num=(\d+), "
+                       r"qk_head_dim=(\d+), v_head_dim=(\d+), qkv_contiguous=(\w+)")
+
+
+def simumax_rows(path: Path = SIMUMAX_SYSTEM) -> list[tuple]:
+    """(kernel, head_dim, seq_len, causal, direction, tflops, source, batch_heads) of SimuMax's
+    TE attention profile, head dim 128 only (its MLA rows have d_qk 192 != d_v), the fastest of
+    the measured GQA ratios and layouts at each (seq_len, batch x heads)."""
+    ops = json.loads(path.read_text())["accelerator"]["op"]
+    best: dict = {}
+    for op, direction in (("sdp_fwd", "fwd"), ("sdp_bwd", "bwd")):
+        for key, eff in ops[op]["accurate_efficient_factor"].items():
+            b, seq, heads, kv, dqk, dv, _ = _SDPA_KEY.fullmatch(key).groups()
+            if not (dqk == dv == "128"):
+                continue
+            at = (direction, int(seq), int(b) * int(heads))
+            best[at] = max(best.get(at, 0.0), eff * SIMUMAX_PEAK / 2)
+    return [("te-2.11", 128, seq, True, d, round(t), f"{SIMUMAX_SRC} {d}", bh)
+            for (d, seq, bh), t in sorted(best.items())]
+
+
 # ================================================================ tables
 
 
@@ -214,6 +251,8 @@ class Table:
     series: list
     title: str
     comments: tuple
+    measured: tuple = ()
+    """Rows of a measured table (simumax_rows' tuples), written after the figures' rows."""
 
 
 TABLES = (
@@ -242,19 +281,26 @@ TABLES = (
           (f"source: Zadouri et al. 2026 FlashAttention-4 (arXiv 2603.05451) B200 figures as PNG in {WB}:",
            "  assets/post/image/flashattention4/fa4_{fwd,bwd}_{noncausal,causal}_hdim128.png"
            "@06295c593c68592c2893e9ab9ed159e7286bd778.",
-           "  Head dim 128 only; hidden 2048 per that review; the batch size is not given in what was read.",)),
+           "  Head dim 128 only; hidden 2048 per that review; the batch size is not given in what was read.",
+           "  te-2.11 rows: MEASURED by SimuMax (Transformer Engine 2.11 attention in Megatron-LM, causal, on a B200),",
+           "  by batch x heads of the call (batch_heads); see the README.",),
+          tuple(simumax_rows()) if SIMUMAX_SYSTEM.exists() else ()),
 )
 
 def rows(table: Table) -> list[str]:
     out = []
+    width = ("," if table.measured else "")  # the batch_heads column, empty for figure rows
     for s in table.series:
         assert len(s.values) == len(s.seqs), s
         notes = dict(s.notes)
         for seq, v in zip(s.seqs, s.values):
             src = s.source + (f"; {notes[seq]}" if seq in notes else "")
             assert "," not in src, src
-            out.append(f"{table.gpu},{s.kernel},{s.head_dim},{seq},{str(s.causal).lower()},{s.direction},{v},{src}")
-    keys = [r.split(",")[1:6] for r in out]
+            out.append(f"{table.gpu},{s.kernel},{s.head_dim},{seq},{str(s.causal).lower()},{s.direction},{v},{src}"
+                       + width)
+    for kernel, head_dim, seq, causal, direction, v, src, bh in table.measured:
+        out.append(f"{table.gpu},{kernel},{head_dim},{seq},{str(causal).lower()},{direction},{v},{src},{bh}")
+    keys = [r.split(",")[1:6] + r.split(",")[8:] for r in out]
     assert len(keys) == len({tuple(k) for k in keys}), f"duplicate keys in {table.folder}/{table.file}"
     return out
 
@@ -267,7 +313,7 @@ def csv_text(table: Table) -> str:
              "#   when causal; bwd = 2.5x fwd; fwd_bwd = 3.5x fwd",
              f"#   ({FLOPS_SRC}).",
              f"# derived by: {SCRIPT}",
-             HEADER, *rows(table)]
+             HEADER + (",batch_heads" if table.measured else ""), *rows(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -387,14 +433,30 @@ Derived by `python {SCRIPT}`.
 
 
 def section_b200() -> str:
-    n = len(rows(TABLES[3]))
+    n, m = len(rows(TABLES[3])), len(TABLES[3].measured)
     return f"""{README_HEADING}
 
 `flash_attention.csv` ({n} rows) on B200, BF16, head dim 128, causal and not, forward and
 backward, seq_len 1k..32k, kernels: `fa4` (FlashAttention-4, CuTe-DSL), `cudnn` (cuDNN 9.19.1.2
 non-causal / 9.19.1 causal, the newest version in the figures, the hardware files' default),
 `cudnn-9.13` (cuDNN 9.13.0, the figures' older cuDNN bars: the cuDNN of 2025's containers, for
-runs that name it), `fa2` (FlashAttention-2 on B200).
+runs that name it), `fa2` (FlashAttention-2 on B200), and `te-2.11`: {m} MEASURED rows, causal
+only, forward and backward at 4k (4 to 128 batch x heads), 32k and 128k (8 and 16), with a
+`batch_heads` column.
+
+The `te-2.11` rows are Transformer Engine 2.11's attention as Megatron-LM's
+TEDotProductAttention runs it on the B200 node SimuMax profiled (the node of `gemm.csv`), kernel
+times from the torch profiler: MooreThreads/SimuMax `configs/system/b200_bf16_ceperm.json`
+@4dcaae51 (copy in `sources/`), `accelerator.op.sdp_fwd` / `sdp_bwd`
+`accurate_efficient_factor`, measured by `simu_tools/efficency_test/test_fa_efficiency.py`.
+SimuMax counts FLOPs as 2 b s^2 h (d_qk + d_v) forward and 2.5x that backward, the whole square,
+so for head dim 128 causal its rate is twice flash-attention's: tflops = efficiency x 2250 / 2.
+Where it timed more than one GQA ratio or layout at a width, the row is the fastest; its MLA
+rows (d_qk 192) are left out. They show what the figures cannot: a call of few heads fills few
+SMs. At 4k, forward, 8 batch x heads (a tp-8 rank of Llama-3-70B, micro batch 1) run at 357
+TFLOP/s against 980 at 64 and 1121 at 128; backward holds up better (741 / 821 / 936). At 64
+(the flash-attention benchmarks' usual 16k tokens of 16 heads at 4k; the FA4 figures do not
+state theirs) they sit 24 % (forward) and 25 % (backward) below the figures' cuDNN 9.19.1.
 
 cuDNN's Blackwell attention moved between those versions: from 2k up, 9.13.0 is 15-18% below
 9.19.1 causal (forward and backward) and 5-13% below it non-causal. `NVIDIA/cudnn-frontend`
