@@ -256,6 +256,7 @@ def test_subset_runs_and_prints_its_figures(subset_run):
         "vtrain-multi": 10,
         **{name: len(V.published_cases(name)[0]) for name in V.PUBLISHED_SETS},
         "fp8-pairs": 20,
+        "simumax-b200": 31,
     }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)

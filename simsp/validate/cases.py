@@ -16,6 +16,8 @@ from simsp.parallel import ParallelSpec
 from simsp.validate.data import DATA_DIR, read_vtrain
 from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import PUBLISHED_SETS, published_cases
+from simsp.validate.simumax import SET as SIMUMAX_SET
+from simsp.validate.simumax import simumax_cases
 from simsp.workload import TrainingSpec, Workload, validate
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
@@ -29,6 +31,7 @@ SETS = (
     "published-h100",
     "published-b200",
     PAIRS_SET,
+    SIMUMAX_SET,
 )
 
 VTRAIN_VOCAB = 51200
@@ -56,6 +59,7 @@ REFERENCES = {
     "published-h100": "measured (published runs: NeMo / Megatron-Bridge / llm-foundry on H100)",
     "published-b200": "measured (published runs: NeMo / Megatron-Bridge on B200 and GB200)",
     PAIRS_SET: "measured (NVIDIA's paired BF16 / FP8 runs: dgxc-benchmarking, NeMo on H100, GB200)",
+    SIMUMAX_SET: "measured, time and HBM peak (SimuMax's Megatron-LM runs on one node of 8 B200s)",
 }
 """What each set's reference times are: a measurement, or another simulator's answer."""
 GAP_REPORTED = 0.30
@@ -89,6 +93,12 @@ class Case:
     framework: str = ""
     """The framework release that ran the measurement, where the source names it (published
     sets: the recipe's key, e.g. `NeMo 25.02`; fp8-pairs: the NeMo release)."""
+    measured_peak_bytes: float = 0.0
+    """The run's measured HBM peak, the largest `torch.cuda.max_memory_allocated()` over its
+    ranks (simumax-b200); 0 where the source measured none."""
+    peer_s: float = 0.0
+    """Another simulator's answer for the same run, where its authors published one beside the
+    measurement (simumax-b200: SimuMax's own); 0 where none."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +266,10 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             skipped += s
         elif name == PAIRS_SET:
             c, s = pair_cases(data_dir)
+            cases += c
+            skipped += s
+        elif name == SIMUMAX_SET:
+            c, s = simumax_cases(data_dir)
             cases += c
             skipped += s
         else:

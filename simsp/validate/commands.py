@@ -133,14 +133,35 @@ def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
     return lines
 
 
-def _memory_lines(name: str, rs: list, over: list[dict]) -> list[str]:
-    """Whether simsp's HBM peak lets every measured run of a set fit (they did, having run)."""
+def _memory_lines(name: str, rs: list, entry: dict) -> list[str]:
+    """Whether simsp's HBM peak lets every measured run of a set fit (they did, having run),
+    and, where the peaks were measured, how near simsp's come to them."""
     runs = sum(1 for r in rs if r.capacity_bytes)
     if not runs:
         return []
+    over = entry["over_hbm"]
     head = f"  {name}: HBM, simsp's peak within the GPU for {runs - len(over)} of {runs} runs"
-    return [head + (", over it for (they ran):" if over else "")] + [
+    lines = [head + (", over it for (they ran):" if over else "")] + [
         f"    {o['case']}: {o['peak_gib']:.1f} of {o['capacity_gib']:.0f} GiB" for o in over
+    ]
+    if "memory" in entry:
+        m = entry["memory"]
+        lines.append(
+            f"  {name}: HBM peak against the measured max_memory_allocated of {m['n']} runs: "
+            f"MAPE {m['mape']:.1%}, bias {m['bias']:+.1%}, max |err| {m['max_abs_error']:.1%}"
+        )
+    return lines
+
+
+def _peer_lines(name: str, entry: dict) -> list[str]:
+    """The published peer simulator's time metrics on the same cases, beside simsp's."""
+    if "peer" not in entry:
+        return []
+    m = entry["peer"]
+    return [
+        f"  {name}: the source's own simulator on the same {m['n']} runs: MAPE {m['mape']:.1%}, "
+        f"bias {m['bias']:+.1%}, max |err| {m['max_abs_error']:.1%} (simsp: MAPE "
+        f"{entry['mape']:.1%}, bias {entry['bias']:+.1%})"
     ]
 
 
@@ -180,7 +201,8 @@ def table(v: Validation, by: str | None = None) -> str:
         if rs:
             lines += _worst_table(name, rs)
             lines += _gaps(rs)
-            lines += _memory_lines(name, rs, summary[name]["over_hbm"])
+            lines += _memory_lines(name, rs, summary[name])
+            lines += _peer_lines(name, summary[name])
         if name == PAIRS_SET and rs:
             lines += _speedup_table(summary[name]["speedup"])
         if with_baseline or name == PAIRS_SET:
@@ -208,11 +230,15 @@ CSV_FIELDS = (
     "peak_gib",
     "capacity_gib",
     "framework",
+    "measured_peak_gib",
+    "peer_s",
 )
 """cases.csv's columns; repeat_group / release_group name the case's group of the same input /
 the same published configuration (spread.py) within its set, empty where it has no repeat;
 peak_gib / capacity_gib are simsp's HBM peak of the fullest GPU and its HBM (iteration cases);
-framework the release that ran the measurement, where the source names it."""
+framework the release that ran the measurement, where the source names it; measured_peak_gib
+the run's measured HBM peak and peer_s a published peer simulator's seconds, where the source
+gives them."""
 
 
 def case_rows(v: Validation) -> list[dict]:
@@ -240,6 +266,10 @@ def case_rows(v: Validation) -> list[dict]:
                 "peak_gib": f"{r.peak_bytes / GIB:.4g}" if r.capacity_bytes else "",
                 "capacity_gib": f"{r.capacity_bytes / GIB:.4g}" if r.capacity_bytes else "",
                 "framework": c.framework,
+                "measured_peak_gib": (
+                    f"{c.measured_peak_bytes / GIB:.4g}" if c.measured_peak_bytes else ""
+                ),
+                "peer_s": f"{c.peer_s:.6g}" if c.peer_s else "",
             }
         )
     return rows

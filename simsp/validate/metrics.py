@@ -34,6 +34,21 @@ class CaseResult:
         return self.predicted_s / self.case.measured_s - 1
 
     @property
+    def memory_error(self) -> float | None:
+        """simsp's HBM peak against the measured one, predicted / measured - 1, where the
+        source measured it (Case.measured_peak_bytes), else None."""
+        if not (self.case.measured_peak_bytes and self.peak_bytes):
+            return None
+        return self.peak_bytes / self.case.measured_peak_bytes - 1
+
+    @property
+    def peer_error(self) -> float | None:
+        """The published peer simulator's signed error on this case (Case.peer_s), or None."""
+        if not self.case.peer_s:
+            return None
+        return self.case.peer_s / self.case.measured_s - 1
+
+    @property
     def naive_error(self) -> float | None:
         """The naive baseline's signed error (published sets), else None."""
         if not self.case.baseline_s:
@@ -114,7 +129,9 @@ def summarize(
     measurements' own spread where a configuration was measured more than once: spread.py), and,
     with `by`, the same metrics for each value of that setting; sets with a naive baseline add
     naive_mape, naive_max_abs_error, naive_bias and skipped_cases (each with its reason);
-    over_hbm lists the measured runs simsp's memory model puts over their HBM (over_hbm())."""
+    over_hbm lists the measured runs simsp's memory model puts over their HBM (over_hbm());
+    sets with measured HBM peaks add `memory` (the metrics of simsp's peak against them), and
+    sets with a published peer simulator's answers `peer` (that simulator's time metrics)."""
     from simsp.validate.spread import KEYS, repeat_groups, repeat_summary
 
     out = {}
@@ -128,6 +145,12 @@ def summarize(
             m = metrics(naive)
             entry.update({f"naive_{k}": m[k] for k in ("mape", "max_abs_error", "bias")})
         entry["over_hbm"] = over_hbm(rs)
+        memory = [r.memory_error for r in rs if r.memory_error is not None]
+        if memory:  # the memory model against measured HBM peaks (max_memory_allocated)
+            entry["memory"] = metrics(memory)
+        peer = [r.peer_error for r in rs if r.peer_error is not None]
+        if peer:  # the published peer simulator's errors on the same cases, for comparison
+            entry["peer"] = metrics(peer)
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
         entry["reference"] = REFERENCES.get(name, "measured")
         entry["worst"] = [

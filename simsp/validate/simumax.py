@@ -1,0 +1,205 @@
+"""SimuMax's measured Megatron-LM iterations on one node of 8 B200s, with each run's HBM peak.
+
+MooreThreads/SimuMax published, beside its own simulator's answers, the iteration times and the
+largest `torch.cuda.max_memory_allocated()` over the 8 ranks of real Megatron-LM runs on the B200
+node whose GEMM sweep is hardware/calibration/dgx-b200/gemm.csv (`docs/b200/
+b200_release_v1.2_summary.json` @4dcaae51, kept as data/sources/). `derive_simumax` turns it into
+data/simumax_b200.csv (one row a run, its settings parsed from the case name); `simumax_cases`
+makes the dense rows Cases on hardware/dgx-b200.yaml, measured time and measured peak memory
+both, and keeps the mixture-of-experts rows as Skipped.
+
+The runs' settings come from SimuMax's launcher, `simu_tools/megatron_scripts/scripts/
+run_pretrain_llama3.sh` and `run_llama3.sh` @4dcaae51, over Megatron-LM 23e00ed0 (core_r0.14.0,
+pinned by `scripts/setup_b200_real_env.sh`), as LAUNCHER says.
+"""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.model import ModelSpec
+from simsp.parallel import ParallelSpec
+from simsp.units import GIB
+from simsp.workload import TrainingSpec, Workload, validate
+
+SET = "simumax-b200"
+HARDWARE = "hardware/dgx-b200.yaml"
+RUNS_FILE = "simumax_b200.csv"
+SOURCE_FILE = "sources/simumax_b200_release_v1.2_summary.json"
+SOURCE = (
+    "MooreThreads/SimuMax docs/b200/b200_release_v1.2_summary.json "
+    "@4dcaae513ba7679d56c116a17cd4a691ec41e252 (Apache-2.0, simumax_LICENSE)"
+)
+GPUS = 8
+"""Every run fills the one node (run_llama3.sh world_size=8, dp = 8 / (tp pp cp))."""
+
+MODELS = {
+    # run_pretrain_llama3.sh MODEL_TYPE branches (its 405B has 16 query groups, not Llama's 8)
+    "llama3-70b": {"hidden": 8192, "ffn_hidden": 28672, "heads": 64, "kv_heads": 8},
+    "llama3-405b": {"hidden": 16384, "ffn_hidden": 53248, "heads": 128, "kv_heads": 16},
+}
+VOCAB = 128256
+KERNEL = "te-2.11"
+"""The attention the runs ran: SimuMax's profile of Transformer Engine 2.11's attention on the
+same node, by batch x heads (dgx-b200/flash_attention.csv, derive_flash_attention.py)."""
+SEQ_LEN = 4096
+"""SEQ_LEN's default in run_pretrain_llama3.sh; the long-context rows name theirs (`seqN`)."""
+
+LAUNCHER = (
+    "SimuMax's launcher @4dcaae51 over Megatron-LM 23e00ed0: bf16, micro batch 1, global batch = "
+    "micro batches x dp, distributed optimizer, sequence parallel (Megatron drops it at tp 1), "
+    "no recompute (--recompute-granularity full --recompute-method block "
+    "--recompute-num-layers 0 checkpoints no layer), fp32 gradient reduction "
+    "(--accumulate-allreduce-grads-in-fp32), no DP or TP overlap (defaults; TP overlap "
+    "disabled), 1F1B, RoPE, SwiGLU, RMSNorm, untied, no biases, no dropout, Transformer Engine "
+    "2.11 attention (SimuMax's profile of it on this node: kernel te-2.11), context parallel "
+    "over all-to-all (CP_COMM_TYPE=a2a)"
+)
+COLUMNS = (
+    "case",
+    "model",
+    "layers",
+    "tp",
+    "pp",
+    "cp",
+    "dp",
+    "micro_batches",
+    "seq_len",
+    "measured_ms",
+    "measured_alloc_gib",
+    "simumax_ms",
+    "simumax_alloc_gib",
+)
+
+
+def _parallel_of(case: str) -> dict:
+    """tp, pp, cp and the sequence length, from a SimuMax case name."""
+    found = {k: re.search(rf"(?:^|_){k}(\d+)", case) for k in ("tp", "pp", "cp", "ep", "seq")}
+    out = {k: int(m.group(1)) if m else 1 for k, m in found.items()}
+    out["seq"] = out["seq"] if found["seq"] else SEQ_LEN
+    return out
+
+
+def derive_simumax(source, out_dir) -> Path:
+    """Write out_dir/simumax_b200.csv from SimuMax's B200 summary JSON: a provenance header, then
+    one row a run in the file's order; return its path."""
+    source = Path(source)
+    rows = json.loads(source.read_text()).get("rows")
+    if not isinstance(rows, list):
+        raise InputError(source, "rows", type(rows).__name__, "must be a list of runs")
+    out = []
+    for r in rows:
+        p = _parallel_of(r["case"])
+        out.append(
+            {
+                "case": r["case"],
+                "model": r["model"],
+                "layers": r["layer_num"],
+                "tp": p["tp"],
+                "pp": p["pp"],
+                "cp": p["cp"],
+                "dp": GPUS // (p["tp"] * p["pp"] * p["cp"]),
+                "micro_batches": r["mbc"],
+                "seq_len": p["seq"],
+                "measured_ms": r["real_ms"],
+                "measured_alloc_gib": r["real_alloc_gib"],
+                "simumax_ms": r["perf_ms"],
+                "simumax_alloc_gib": r["perf_alloc_gib"],
+            }
+        )
+    header = [
+        f"{len(out)} Megatron-LM iterations measured on one node of 8 B200s by SimuMax, with each "
+        "run's largest torch.cuda.max_memory_allocated() over its ranks (GiB, MiB / 1024) and "
+        "SimuMax's own prediction of both.",
+        f"Derived by simsp.validate.simumax.derive_simumax from {SOURCE}: real_ms, "
+        "real_alloc_gib, perf_ms, perf_alloc_gib, layer_num and mbc verbatim; tp, pp, cp and "
+        "seq_len parsed from the case name (seq_len 4096 where it names none); "
+        "dp = 8 / (tp pp cp).",
+    ]
+    path = Path(out_dir) / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        f.write("".join(f"# {line}\n" for line in header))
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(out)
+    return path
+
+
+def read_simumax(data_dir) -> list[dict]:
+    """simumax_b200.csv's rows as dicts of column to string."""
+    with open(Path(data_dir) / RUNS_FILE, newline="", encoding="utf-8") as f:
+        return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def simumax_workload(row: dict) -> Workload:
+    """A dense row as the Workload SimuMax's launcher ran (LAUNCHER)."""
+    n = {k: int(row[k]) for k in ("layers", "tp", "pp", "cp", "dp", "micro_batches", "seq_len")}
+    model = ModelSpec(
+        layers=n["layers"],
+        seq_len=n["seq_len"],
+        vocab=VOCAB,
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+        bias=False,
+        dropout=0.0,
+        attention="flash",
+        tied_embeddings=False,
+        **MODELS[row["model"]],
+    )
+    parallel = ParallelSpec(
+        tp=n["tp"],
+        pp=n["pp"],
+        cp=n["cp"],
+        dp=n["dp"],
+        cp_comm_type="a2a" if n["cp"] > 1 else "p2p",
+        sequence_parallel=n["tp"] > 1,
+        recompute="none",
+        schedule="1f1b",
+        distributed_optimizer=True,
+        grad_reduce_in_fp32=True,
+    )
+    training = TrainingSpec(
+        global_batch=n["micro_batches"] * n["dp"], micro_batch=1, attention_kernel=KERNEL
+    )
+    return validate(Workload(row["case"], model, training, parallel), row["case"])
+
+
+def _describe(row: dict) -> str:
+    parts = [f"{row['model']} L{row['layers']}", f"tp{row['tp']} pp{row['pp']}"]
+    if row["cp"] != "1":
+        parts.append(f"cp{row['cp']}")
+    parts += [f"dp{row['dp']} mbc{row['micro_batches']} s{row['seq_len']}"]
+    return " ".join(parts)
+
+
+def simumax_cases(data_dir) -> tuple[list, list]:
+    """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes), the others as
+    Skipped with the reason."""
+    from simsp.validate.cases import Case, Skipped, project_path
+
+    hw = str(project_path(HARDWARE))
+    cases, skipped = [], []
+    for row in read_simumax(data_dir):
+        if row["model"] not in MODELS:
+            reason = f"mixture of experts ({row['model']}: MLA + MoE): simsp has no MoE layer"
+            skipped.append(Skipped(SET, row["case"], reason))
+            continue
+        cases.append(
+            Case(
+                SET,
+                row["case"],
+                float(row["measured_ms"]) / 1e3,
+                simumax_workload(row),
+                hw,
+                description=_describe(row),
+                notes=LAUNCHER,
+                framework="Megatron-LM core_r0.14.0",
+                measured_peak_bytes=float(row["measured_alloc_gib"]) * GIB,
+                peer_s=float(row["simumax_ms"]) / 1e3,
+            )
+        )
+    return cases, skipped
