@@ -296,7 +296,11 @@ def stage_memory(w: Workload, stage: int) -> StageMemory:
     """One stage's weights and optimizer state and its activation peak; with FSDP the sharded
     state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py)."""
     params = stage_params(w.model, w.parallel, stage)
-    weights = params * weight_bytes_per_param(w.parallel) + fp8_weight_bytes(w, stage)
+    weights = (
+        params * weight_bytes_per_param(w.parallel)
+        + fp8_weight_bytes(w, stage)
+        + dummy_wgrad_bytes(w, stage)
+    )
     if w.parallel.fsdp:
         weights += fsdp.in_flight_bytes(w, params)
     return StageMemory(stage, weights, stage_activation_bytes(w, stage))
@@ -312,6 +316,22 @@ def fp8_weight_bytes(w: Workload, stage: int) -> float:
     par = w.parallel
     layers = 2 if par.fsdp and par.pp == 1 else par.stage_layers(w.model.layers, stage)
     return per_param * layers * linear_params_per_rank(w.model, par.tp)
+
+
+def dummy_wgrad_bytes(w: Workload, stage: int) -> float:
+    """Transformer Engine's cached dummy weight gradients on a stage (ParallelSpec.
+    cached_dummy_wgrads): a 16-bit tensor of each distinct linear weight shape a rank holds,
+    the output layer's [v / t, h] among them on its stage; 0 when off."""
+    par = w.parallel
+    if not par.cached_dummy_wgrads:
+        return 0.0
+    shapes = set()
+    if par.stage_layers(w.model.layers, stage):
+        ops = L.build_layer(w.model, par.for_layer(), w.training.micro_batch)
+        shapes = {(op.gemm.n, op.gemm.k) for op in ops if op.kind == "gemm" and op.weights}
+    if stage == par.last_stage:
+        shapes.add((w.model.padded_vocab(par.tp) // par.tp, w.model.hidden))
+    return BYTES_16BIT * sum(n * k for n, k in shapes)
 
 
 def peak_candidates(p: int) -> tuple[int, ...]:

@@ -66,6 +66,14 @@ class ParallelSpec:
     DistributedFusedAdam store_param_remainders, which NeMo 1.x turns on for a bf16 model
     without FP8 parameters (megatron_base_model.py, r2.0.0rc1 lines 796-804); Megatron-Core's
     OptimizerConfig.store_param_remainders with its precision-aware optimizer."""
+    cached_dummy_wgrads: bool = False
+    """Transformer Engine's cached dummy weight gradients (TE 2.3 on, PR #1651): with Megatron's
+    gradient-accumulation fusion a linear layer's backward accumulates into main_grad and hands
+    autograd a dummy weight gradient, one cached tensor per weight shape and dtype
+    (`get_dummy_wgrad`, TE v2.11 module/base.py lines 79-92), which Megatron-Core's own output
+    layer shares (core_r0.14.0 tensor_parallel/layers.py lines 573-602). They live for the run:
+    2 bytes an element of each distinct linear weight shape a rank holds, the output layer's on
+    its stage. Before TE 2.3 each backward allocated that tensor afresh and freed it."""
     fsdp: bool = False
     """Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2 as torchtitan and llm-foundry run
     it): parameters, gradients and optimizer state sharded over the dp x cp ranks, each layer's

@@ -220,6 +220,27 @@ def test_master_remainders_save_two_bytes_of_each_shard(workloads, hardware):
         validate(fp8, "w.yaml")
 
 
+def test_cached_dummy_wgrads_hold_one_16_bit_tensor_of_each_linear_shape(hardware):
+    """cached_dummy_wgrads (TE >= 2.3 get_dummy_wgrad): a stage keeps one bf16 tensor of each
+    distinct linear weight shape its rank holds (Llama: QKV, projection, fc1, fc2 are four), and
+    the output layer's [v / t, h] on the last stage; nothing when off."""
+    from simsp.config import load_workload
+    from simsp.memory import dummy_wgrad_bytes
+
+    w = load_workload("workloads/llama-3.1-70b.yaml")
+    par = dataclasses.replace(w.parallel, tp=4, pp=2, cp=1, virtual_stages=1, schedule="1f1b")
+    w = dataclasses.replace(w, parallel=par)
+    on = dataclasses.replace(w, parallel=dataclasses.replace(par, cached_dummy_wgrads=True))
+    h, kv, d, f, t = 8192, 8, 128, 28672, 4
+    layer = (h + 2 * kv * d) * h / t + h * h / t + 2 * f * h / t + h * f / t
+    assert dummy_wgrad_bytes(w, 0) == 0.0
+    assert dummy_wgrad_bytes(on, 0) == 2 * layer
+    assert dummy_wgrad_bytes(on, 1) == 2 * (layer + w.model.padded_vocab(t) / t * h)
+    before = memory_report(w, hardware).stages[1].weights_and_optimizer_bytes
+    after = memory_report(on, hardware).stages[1].weights_and_optimizer_bytes
+    assert after - before == dummy_wgrad_bytes(on, 1)
+
+
 def test_output_deallocation_saves_sbh_per_in_flight_microbatch(workloads, hardware):
     """Appendix B: 530B first stage saves 2sbh x p bytes when SP is off (2.73 GiB)."""
     w = workloads["mt-nlg-530b"]

@@ -193,6 +193,17 @@ def test_llm_foundry_runs_its_triton_attention_priced_as_flashattention_1():
     assert all("attention kernel fa1" in c.notes for c in foundry)
 
 
+def test_megatron_bridge_releases_keep_te_s_cached_dummy_wgrads():
+    """Megatron-Bridge pins Transformer Engine >= 2.3 (2.6 in v0.1.0rc3 on), whose
+    get_dummy_wgrad cache the memory model counts; NeMo's releases, whose TE is not pinned in
+    what was read, and FSDP runs do not take it."""
+    cases = [c for s in P.PUBLISHED_SETS for c in P.published_cases(s)[0]]
+    for c in cases:
+        mb = c.framework.startswith("Megatron-Bridge") and not c.workload.parallel.fsdp
+        assert c.workload.parallel.cached_dummy_wgrads == mb, c.name
+    assert sum(c.workload.parallel.cached_dummy_wgrads for c in cases) >= 4
+
+
 def test_blackwell_runs_of_2025_price_cudnn_at_their_containers_version():
     """NeMo 25.02 / 25.04 and Megatron-Bridge 25.09 / 25.11 ran 2025 containers (cuDNN <= 9.13):
     on B200 / GB200, whose table holds cuDNN 9.13.0's rows beside 9.19.1's, their attention is

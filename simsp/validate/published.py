@@ -246,6 +246,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         + (", bf16 grad reduce" if not reduce_fp32 else "")
         + (f" (MP mode {mode.group(1)})" if fsdp and mode else "")
         + (", 16-bit master remainders" if recipe.store_param_remainders and not fsdp else "")
+        + (", TE's cached dummy wgrads" if recipe.cached_dummy_wgrads and not fsdp else "")
         + (", embedding and loss counted in the pipeline split" if split else "")
     )
     return ParallelSpec(
@@ -267,6 +268,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         store_param_remainders=recipe.store_param_remainders
         and not fsdp
         and not (row["precision"] == "fp8" and recipe.fp8_param_gather),
+        cached_dummy_wgrads=recipe.cached_dummy_wgrads and not fsdp,
         # Llama-3.1-405B's 126 layers over pp x vp chunks: NeMo llama31_405b.py and
         # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
         account_for_embedding_in_pipeline_split=split,

@@ -52,10 +52,11 @@ LAUNCHER = (
     "micro batches x dp, distributed optimizer, sequence parallel (Megatron drops it at tp 1), "
     "no recompute (--recompute-granularity full --recompute-method block "
     "--recompute-num-layers 0 checkpoints no layer), fp32 gradient reduction "
-    "(--accumulate-allreduce-grads-in-fp32), no DP or TP overlap (defaults; TP overlap "
-    "disabled), 1F1B, RoPE, SwiGLU, RMSNorm, untied, no biases, no dropout, Transformer Engine "
-    "2.11 attention (SimuMax's profile of it on this node: kernel te-2.11), context parallel "
-    "over all-to-all (CP_COMM_TYPE=a2a)"
+    "(--accumulate-allreduce-grads-in-fp32), Transformer Engine 2.11's cached dummy weight "
+    "gradients (gradient-accumulation fusion is on by default), no DP or TP overlap (defaults; "
+    "TP overlap disabled), 1F1B, RoPE, SwiGLU, RMSNorm, untied, no biases, no dropout, "
+    "Transformer Engine 2.11 attention (SimuMax's profile of it on this node: kernel te-2.11), "
+    "context parallel over all-to-all (CP_COMM_TYPE=a2a)"
 )
 COLUMNS = (
     "case",
@@ -161,6 +162,7 @@ def simumax_workload(row: dict) -> Workload:
         schedule="1f1b",
         distributed_optimizer=True,
         grad_reduce_in_fp32=True,
+        cached_dummy_wgrads=True,  # TE 2.11, gradient-accumulation fusion on (Megatron default)
     )
     training = TrainingSpec(
         global_batch=n["micro_batches"] * n["dp"], micro_batch=1, attention_kernel=KERNEL
