@@ -179,25 +179,30 @@ def _describe(row: dict) -> str:
 
 
 def simumax_cases(data_dir) -> tuple[list, list]:
-    """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes), the others as
-    Skipped with the reason."""
+    """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes, the naive
+    baseline of the published sets), the others as Skipped with the reason."""
+    from simsp.config import load_hardware
     from simsp.validate.cases import Case, Skipped, project_path
+    from simsp.validate.published import naive_baseline_s
 
     hw = str(project_path(HARDWARE))
+    peak = load_hardware(hw).gpu.peak_tflops
     cases, skipped = [], []
     for row in read_simumax(data_dir):
         if row["model"] not in MODELS:
             reason = f"mixture of experts ({row['model']}: MLA + MoE): simsp has no MoE layer"
             skipped.append(Skipped(SET, row["case"], reason))
             continue
+        w = simumax_workload(row)
         cases.append(
             Case(
                 SET,
                 row["case"],
                 float(row["measured_ms"]) / 1e3,
-                simumax_workload(row),
+                w,
                 hw,
                 description=_describe(row),
+                baseline_s=naive_baseline_s(w, peak),
                 notes=LAUNCHER,
                 framework="Megatron-LM core_r0.14.0",
                 measured_peak_bytes=float(row["measured_alloc_gib"]) * GIB,
