@@ -294,7 +294,9 @@ def sends_output(par: ParallelSpec, last: int, placement: str) -> frozenset:
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:
     """One stage's weights and optimizer state and its activation peak; with FSDP the sharded
-    state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py)."""
+    state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py). The
+    FP8 weight copies and TE's cached dummy gradients count with the weights: they live for the
+    whole iteration, as the weights do."""
     params = stage_params(w.model, w.parallel, stage)
     weights = (
         params * weight_bytes_per_param(w.parallel)

@@ -285,6 +285,13 @@ def _fsdp_rules(w: Workload):
     p = w.parallel
     ranks = p.dp * p.cp
     yield (
+        "parallel.cached_dummy_wgrads",
+        p.cached_dummy_wgrads,
+        not (p.cached_dummy_wgrads and p.fsdp),
+        "cannot be combined with fsdp: the dummies stand in for gradients fused into "
+        "Megatron's main_grad, which FSDP's sharded gradients are not",
+    )
+    yield (
         "parallel.fsdp",
         p.fsdp,
         not (p.fsdp and p.distributed_optimizer),

@@ -234,6 +234,15 @@ def test_a_negative_batch_heads_is_a_one_line_error(tmp_path):
         read_attention_table(path)
 
 
+def test_a_width_without_its_header_column_is_a_one_line_error(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\ng,k,128,4096,true,fwd,100,s,8\n"
+    )
+    with pytest.raises(InputError, match="more fields than the header"):
+        read_attention_table(path)
+
+
 def test_b200_te_rows_are_simumax_s_profile_at_flash_attention_s_flop_count():
     """SimuMax counts a causal forward as the full square (2 b s^2 h (d_qk + d_v)): its efficiency
     x 2250 / 2 is flash-attention's count. 8 heads at 4096 (a tp-8 rank of Llama-3-70B) run at a

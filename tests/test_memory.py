@@ -268,3 +268,16 @@ def test_interleaved_walk_of_a_steady_few_microbatches_finds_every_peak(p, v):
             assert set(interleaved_counts(p, m, v, stage)) == set(
                 interleaved_counts(p, 3 * p, v, stage)
             )
+
+
+def test_cached_dummy_wgrads_do_not_combine_with_fsdp():
+    from simsp.config import load_workload
+    from simsp.errors import InputError
+    from simsp.workload import validate
+
+    w = load_workload("workloads/llama-3.1-8b.yaml")
+    par = dataclasses.replace(
+        w.parallel, fsdp=True, distributed_optimizer=False, cached_dummy_wgrads=True
+    )
+    with pytest.raises(InputError, match="cached_dummy_wgrads.*fsdp"):
+        validate(dataclasses.replace(w, parallel=par), "w.yaml")

@@ -39,17 +39,30 @@ def test_cases_run_the_launcher_s_settings(built):
 
 
 def test_each_case_carries_its_measured_peak_and_the_peer_s_answer(built):
-    c = next(c for c in built[0] if c.name == "llama3_70b_l12_tp1_pp2_dp4_mbc4_cef")
-    assert c.measured_s == pytest.approx(0.843) and c.peer_s == pytest.approx(0.82876)
-    assert c.measured_peak_bytes == pytest.approx(66.55 * GIB)
+    c = {c.name: c for c in built[0]}
+    own = c["llama3_70b_l12_tp1_pp2_dp4_mbc4_cef"]
+    assert own.measured_s == pytest.approx(0.843) and own.peer_s == pytest.approx(0.82876)
+    assert own.measured_peak_bytes == pytest.approx(66.55 * GIB)
+    # SimuMax logged that layout's memory once, at mbc 4: the peak counts once, there
+    assert c["llama3_70b_l12_tp1_pp2_dp4_mbc8_cef"].measured_peak_bytes == 0.0
+    assert sum(1 for x in built[0] if x.measured_peak_bytes) == 15
 
 
 def test_the_summary_scores_memory_against_the_measured_peaks():
     from simsp.validate import run_validation
 
-    v = run_validation((S.SET,), workers=1, limit={S.SET: 4})
+    v = run_validation((S.SET,), workers=1)
     entry = v.summary()["sets"][S.SET]
-    assert entry["memory"]["n"] == 4 and entry["peer"]["n"] == 4
-    errors = [r.memory_error for r in v.results]
-    assert entry["memory"]["bias"] == pytest.approx(sum(errors) / 4)
-    assert all(r.memory_error == r.peak_bytes / r.case.measured_peak_bytes - 1 for r in v.results)
+    scored = [r for r in v.results if r.memory_error is not None]
+    assert entry["memory"]["n"] == len(scored) == 15 and entry["peer"]["n"] == 31
+    assert entry["memory"]["bias"] == pytest.approx(sum(r.memory_error for r in scored) / 15)
+    assert all(r.memory_error == r.peak_bytes / r.case.measured_peak_bytes - 1 for r in scored)
+
+
+def test_a_model_outside_the_launcher_s_list_is_a_one_line_error(tmp_path):
+    from simsp.errors import InputError
+
+    text = (DATA_DIR / S.RUNS_FILE).read_text().replace(",llama3-70b,", ",llama3-8b,", 1)
+    (tmp_path / S.RUNS_FILE).write_text(text)
+    with pytest.raises(InputError, match="llama3-8b"):
+        S.simumax_cases(tmp_path)

@@ -103,7 +103,8 @@ class AttentionTable:
     def _curve_rate(
         self, head_dim: int, seq_len: int, causal: bool, direction: str, batch_heads: int
     ) -> float | None:
-        """The measured curve of exactly this mask and direction, at the nearest head size."""
+        """The measured curve of exactly this mask and direction, at the nearest head size, each
+        length's rate taken at the call's width (`_at_width`)."""
         dims = [d for (c, r, d) in self._curves if c == causal and r == direction]
         if not dims:
             return None
@@ -126,22 +127,25 @@ def _at_width(widths: tuple[tuple[int, float], ...], batch_heads: int) -> float:
     return max(rates)
 
 
-def _interpolate(curve: tuple[tuple[int, float], ...], seq_len: int) -> float:
-    """Linear in log2(seq_len) between the measured neighbours; flat outside them."""
-    lengths = [s for s, _ in curve]
-    i = bisect.bisect_left(lengths, seq_len)
-    if i < len(curve) and lengths[i] == seq_len:
+def _interpolate(curve: tuple[tuple[int, float], ...], x: int) -> float:
+    """The rate at x (a sequence length, or a width), linear in log2(x) between the measured
+    neighbours of the sorted (x, rate) curve; flat outside them."""
+    xs = [s for s, _ in curve]
+    i = bisect.bisect_left(xs, x)
+    if i < len(curve) and xs[i] == x:
         return curve[i][1]
     if i == 0:
         return curve[0][1]
     if i == len(curve):
         return curve[-1][1]
     (s0, r0), (s1, r1) = curve[i - 1], curve[i]
-    w = math.log2(seq_len / s0) / math.log2(s1 / s0)
+    w = math.log2(x / s0) / math.log2(s1 / s0)
     return r0 + w * (r1 - r0)
 
 
 def _row(path, n: int, row: dict) -> AttentionPoint:
+    if row.get(None):  # csv.DictReader files fields beyond the header under None
+        raise InputError(path, f"row {n}", row[None], "has more fields than the header")
     try:
         point = AttentionPoint(
             row["gpu"],

@@ -46,12 +46,6 @@ class Recipe:
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
 _NEMO2 = "NVIDIA/NeMo nemo/collections/llm/recipes/*.py + scripts"
 _MB = "NVIDIA-NeMo/Megatron-Bridge scripts/performance + src/megatron/bridge/recipes"
-_TE_PINNED = (
-    # Megatron-Bridge pyproject.toml pins Transformer Engine >= 2.3 (get_dummy_wgrad, TE PR
-    # #1651): v0.1.0rc3 >=2.6.0a0,<2.8.0 (line 91); v0.2.0 >=2.9.0a0,<2.10.0 (line 83); v0.4.1
-    # TE 71bbefbf (2026-03-24, line 122); v0.5.0 TE 4220403e (2026-05-29, line 131)
-    True
-)
 _CUDNN_2025 = (
     # cuDNN 9.13.0's B200 rows (FA4 paper figures, hardware/calibration/dgx-b200/README.md): the
     # cuDNN of 2025's containers. Megatron-Bridge v0.2.0 (25.11) docker/Dockerfile.ci builds on
@@ -130,7 +124,10 @@ RECIPES = {
         # (bf16_with_fp8_delayed_scaling_mixed), which scripts/performance/utils/helpers.py
         # get_precision_config returns for 'ds' unchanged
         fp8_param_gather=True,
-        cached_dummy_wgrads=_TE_PINNED,
+        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
+        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
+        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
     ),
     "Megatron-Bridge 25.11": Recipe(
@@ -139,7 +136,10 @@ RECIPES = {
         "table column Precision 'FP8-CS' (current scaling)",
         # mixed_precision.py @ v0.2.0 line 289 (bf16_with_fp8_current_scaling_mixed)
         fp8_param_gather=True,
-        cached_dummy_wgrads=_TE_PINNED,
+        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
+        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
+        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
     ),
     "Megatron-Bridge 26.04": Recipe(
@@ -149,7 +149,10 @@ RECIPES = {
         "only per-tensor FP8",
         # mixed_precision.py @ v0.4.1 line 294
         fp8_param_gather=True,
-        cached_dummy_wgrads=_TE_PINNED,
+        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
+        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
+        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        cached_dummy_wgrads=True,
     ),
     "Megatron-Bridge 26.06": Recipe(
         f"{_MB} @ v0.5.0 (configs/llama/llama31_workload_base_configs.py): as 25.09",
@@ -157,7 +160,10 @@ RECIPES = {
         "as 26.04",
         # mixed_precision.py @ v0.5.0 line 302
         fp8_param_gather=True,
-        cached_dummy_wgrads=_TE_PINNED,
+        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
+        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
+        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        cached_dummy_wgrads=True,
     ),
     "llm-foundry": Recipe(
         "mosaicml/llm-foundry scripts/train/benchmarking/ @ b2a43a147 (the A100 and H100 8-GPU "

@@ -11,7 +11,19 @@ from simsp.validate.cases import PEER_SETS
 from simsp.validate.metrics import of_set
 from simsp.validate.runner import Validation
 
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+)
+"""plotly's ten qualitative colours: one a set, distinct while there are ten sets or fewer."""
 
 
 def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:

@@ -8,9 +8,12 @@ data/simumax_b200.csv (one row a run, its settings parsed from the case name); `
 makes the dense rows Cases on hardware/dgx-b200.yaml, measured time and measured peak memory
 both, and keeps the mixture-of-experts rows as Skipped.
 
-The runs' settings come from SimuMax's launcher, `simu_tools/megatron_scripts/scripts/
-run_pretrain_llama3.sh` and `run_llama3.sh` @4dcaae51, over Megatron-LM 23e00ed0 (core_r0.14.0,
-pinned by `scripts/setup_b200_real_env.sh`), as LAUNCHER says.
+The runs' settings come from SimuMax's runner `tools/b200/run_megatron_perf_real_pipeline.py`
+and launcher `simu_tools/megatron_scripts/scripts/run_pretrain_llama3.sh` / `run_llama3.sh`
+@4dcaae51, over Megatron-LM 23e00ed0 (core_r0.14.0, pinned by `scripts/setup_b200_real_env.sh`),
+as LAUNCHER says. A peak measured once for several micro-batch counts (SimuMax's
+`memory_source_case`: `docs/b200/b200_real_repro_guide.md` section 6 reuses one memory run when
+only the count changes) is kept on its own run alone, so each measured peak counts once.
 """
 
 import csv
@@ -70,17 +73,44 @@ COLUMNS = (
     "seq_len",
     "measured_ms",
     "measured_alloc_gib",
+    "memory_case",
     "simumax_ms",
     "simumax_alloc_gib",
 )
+MOE = ("deepseekv2", "deepseekv3")
+"""SimuMax's mixture-of-experts models (MLA attention, fine-grained experts): skipped."""
 
 
 def _parallel_of(case: str) -> dict:
     """tp, pp, cp and the sequence length, from a SimuMax case name."""
-    found = {k: re.search(rf"(?:^|_){k}(\d+)", case) for k in ("tp", "pp", "cp", "ep", "seq")}
+    found = {k: re.search(rf"(?:^|_){k}(\d+)", case) for k in ("tp", "pp", "cp", "seq")}
     out = {k: int(m.group(1)) if m else 1 for k, m in found.items()}
     out["seq"] = out["seq"] if found["seq"] else SEQ_LEN
     return out
+
+
+def _row(source: Path, r: dict) -> dict:
+    """One summary row as a simumax_b200.csv row; InputError names a row that lacks a field."""
+    try:
+        p = _parallel_of(r["case"])
+        return {
+            "case": r["case"],
+            "model": r["model"],
+            "layers": r["layer_num"],
+            "tp": p["tp"],
+            "pp": p["pp"],
+            "cp": p["cp"],
+            "dp": GPUS // (p["tp"] * p["pp"] * p["cp"]),
+            "micro_batches": r["mbc"],
+            "seq_len": p["seq"],
+            "measured_ms": r["real_ms"],
+            "measured_alloc_gib": r["real_alloc_gib"],
+            "memory_case": r.get("memory_source_case") or r["case"],
+            "simumax_ms": r["perf_ms"],
+            "simumax_alloc_gib": r["perf_alloc_gib"],
+        }
+    except (KeyError, TypeError) as e:
+        raise InputError(source, f"rows[{r.get('case', '?')}]", str(e), "lacks a field") from None
 
 
 def derive_simumax(source, out_dir) -> Path:
@@ -90,32 +120,14 @@ def derive_simumax(source, out_dir) -> Path:
     rows = json.loads(source.read_text()).get("rows")
     if not isinstance(rows, list):
         raise InputError(source, "rows", type(rows).__name__, "must be a list of runs")
-    out = []
-    for r in rows:
-        p = _parallel_of(r["case"])
-        out.append(
-            {
-                "case": r["case"],
-                "model": r["model"],
-                "layers": r["layer_num"],
-                "tp": p["tp"],
-                "pp": p["pp"],
-                "cp": p["cp"],
-                "dp": GPUS // (p["tp"] * p["pp"] * p["cp"]),
-                "micro_batches": r["mbc"],
-                "seq_len": p["seq"],
-                "measured_ms": r["real_ms"],
-                "measured_alloc_gib": r["real_alloc_gib"],
-                "simumax_ms": r["perf_ms"],
-                "simumax_alloc_gib": r["perf_alloc_gib"],
-            }
-        )
+    out = [_row(source, r) for r in rows]
     header = [
         f"{len(out)} Megatron-LM iterations measured on one node of 8 B200s by SimuMax, with each "
         "run's largest torch.cuda.max_memory_allocated() over its ranks (GiB, MiB / 1024) and "
         "SimuMax's own prediction of both.",
         f"Derived by simsp.validate.simumax.derive_simumax from {SOURCE}: real_ms, "
-        "real_alloc_gib, perf_ms, perf_alloc_gib, layer_num and mbc verbatim; tp, pp, cp and "
+        "real_alloc_gib, perf_ms, perf_alloc_gib, layer_num and mbc verbatim; memory_case is "
+        "memory_source_case, the run whose memory log gave real_alloc_gib; tp, pp, cp and "
         "seq_len parsed from the case name (seq_len 4096 where it names none); "
         "dp = 8 / (tp pp cp).",
     ]
@@ -189,10 +201,13 @@ def simumax_cases(data_dir) -> tuple[list, list]:
     peak = load_hardware(hw).gpu.peak_tflops
     cases, skipped = [], []
     for row in read_simumax(data_dir):
-        if row["model"] not in MODELS:
+        if row["model"] in MOE:
             reason = f"mixture of experts ({row['model']}: MLA + MoE): simsp has no MoE layer"
             skipped.append(Skipped(SET, row["case"], reason))
             continue
+        if row["model"] not in MODELS:
+            known = ", ".join([*MODELS, *MOE])
+            raise InputError(RUNS_FILE, "model", row["model"], f"must be one of {known}")
         w = simumax_workload(row)
         cases.append(
             Case(
@@ -205,7 +220,13 @@ def simumax_cases(data_dir) -> tuple[list, list]:
                 baseline_s=naive_baseline_s(w, peak),
                 notes=LAUNCHER,
                 framework="Megatron-LM core_r0.14.0",
-                measured_peak_bytes=float(row["measured_alloc_gib"]) * GIB,
+                # a peak logged by another run (same layout, another micro-batch count) is
+                # that run's measurement: counted there only
+                measured_peak_bytes=(
+                    float(row["measured_alloc_gib"]) * GIB
+                    if row["memory_case"] == row["case"]
+                    else 0.0
+                ),
                 peer_s=float(row["simumax_ms"]) / 1e3,
             )
         )
