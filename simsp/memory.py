@@ -293,10 +293,15 @@ def sends_output(par: ParallelSpec, last: int, placement: str) -> frozenset:
 
 
 def stage_memory(w: Workload, stage: int) -> StageMemory:
-    """One stage's weights and optimizer state and its activation peak; with FSDP the sharded
-    state plus the gathered parameters and unsharded gradients in flight (cost/fsdp.py). The
-    FP8 weight copies and TE's cached dummy gradients count with the weights: they live for the
-    whole iteration, as the weights do."""
+    """One stage's weights and optimizer state (static_bytes) and its activation peak."""
+    return StageMemory(stage, static_bytes(w, stage), stage_activation_bytes(w, stage))
+
+
+def static_bytes(w: Workload, stage: int) -> float:
+    """What a stage holds for the whole iteration: weights, gradients and optimizer state; with
+    FSDP the sharded state plus the gathered parameters and unsharded gradients in flight
+    (cost/fsdp.py); the FP8 weight copies and TE's cached dummy gradients, which live as long.
+    The engine's HBM track starts from it (plan.Plan.weights_bytes)."""
     params = stage_params(w.model, w.parallel, stage)
     weights = (
         params * weight_bytes_per_param(w.parallel)
@@ -305,7 +310,7 @@ def stage_memory(w: Workload, stage: int) -> StageMemory:
     )
     if w.parallel.fsdp:
         weights += fsdp.in_flight_bytes(w, params)
-    return StageMemory(stage, weights, stage_activation_bytes(w, stage))
+    return weights
 
 
 def fp8_weight_bytes(w: Workload, stage: int) -> float:

@@ -28,7 +28,7 @@ from simsp.memory import (
     end_stage_bytes,
     sends_output,
     stage_output_bytes,
-    weight_bytes_per_param,
+    static_bytes,
     weight_grad_bytes,
 )
 from simsp.params import stage_params
@@ -381,6 +381,6 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
         **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
         actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
         chunk_layers=w.chunk_layers,
-        weights_bytes=tuple(n * weight_bytes_per_param(par) for n in params),
+        weights_bytes=by_stage(par.pp, lambda s: static_bytes(w, s)),
         layer=lt,
     )

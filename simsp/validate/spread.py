@@ -37,18 +37,32 @@ RELEASE_SETTINGS = (
     "grad_reduce_in_fp32",
     "overlap_grad_reduce",
     "overlap_param_gather",
+    "store_param_remainders",
+    "cached_dummy_wgrads",
 )
 """Workload settings (TrainingSpec, ParallelSpec fields) that come from a framework release's
 recipe rather than the published table (recipes.Recipe; the fp8-pairs' recipe notes for FP8
 primary weights): the ones `same_published_configuration` lets differ."""
 
 
+MEMORY_ONLY = ("cached_dummy_wgrads", "store_param_remainders")
+"""ParallelSpec settings that change the HBM peak and no time: runs that differ only in them
+gave simsp the same input for the time they measured."""
+
+
 def same_input(case) -> tuple | None:
-    """The case's whole simsp input but the workload's name; None (never grouped) for a case
-    without a workload."""
+    """The case's whole simsp input for its time (all but the workload's name and MEMORY_ONLY
+    settings); None (never grouped) for a case without a workload."""
     if case.workload is None:
         return None
-    return (case.set, case.hardware, case.quantity, dataclasses.replace(case.workload, name=""))
+    w = case.workload
+    parallel = dataclasses.replace(w.parallel, **{k: False for k in MEMORY_ONLY})
+    return (
+        case.set,
+        case.hardware,
+        case.quantity,
+        dataclasses.replace(w, name="", parallel=parallel),
+    )
 
 
 def _without_release(spec) -> tuple:
