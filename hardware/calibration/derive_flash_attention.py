@@ -456,7 +456,13 @@ rows (d_qk 192) are left out. They show what the figures cannot: a call of few h
 SMs. At 4k, forward, 8 batch x heads (a tp-8 rank of Llama-3-70B, micro batch 1) run at 357
 TFLOP/s against 980 at 64 and 1121 at 128; backward holds up better (741 / 821 / 936). At 64
 (the flash-attention benchmarks' usual 16k tokens of 16 heads at 4k; the FA4 figures do not
-state theirs) they sit 24 % (forward) and 25 % (backward) below the figures' cuDNN 9.19.1.
+state theirs) they sit 24 % (forward) and 25 % (backward) below the figures' cuDNN 9.19.1; at
+32k tokens (`benchmarks/benchmark_attn.py`'s default today: 128 at 4k, 16 at 32k) they are 4-5 %
+above its cuDNN 9.13.0 bars at 4k (1121 / 936 against 1076 / 893 forward / backward) and at 32k
+4 % above forward, 14 % below backward (1311 / 981 against 1266 / 1142). They are
+causal only: a run naming them whose attention has non-causal blocks (context parallelism over
+a p2p ring) prices those blocks from the GEMM tables, so only runs of causal calls (no CP, or
+CP over all-to-all) should name them.
 
 cuDNN's Blackwell attention moved between those versions: from 2k up, 9.13.0 is 15-18% below
 9.19.1 causal (forward and backward) and 5-13% below it non-causal. `NVIDIA/cudnn-frontend`
