@@ -160,3 +160,22 @@ def read_vtrain(kind: str, data_dir=DATA_DIR) -> list[dict]:
     path = Path(data_dir) / f"vtrain_{kind}.csv"
     with open(path, newline="", encoding="utf-8") as f:
         return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def write_derived_csv(path, header: list[str], columns, rows) -> Path:
+    """A derived validation file: the provenance lines as '#' comments, then the rows under
+    `columns`, whole (the folder made if needed); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        f.write("".join(f"# {line}\n" for line in header))
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def read_derived_csv(path) -> list[dict]:
+    """A derived validation file's rows as dicts of column to string (comments skipped)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]

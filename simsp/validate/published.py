@@ -14,7 +14,6 @@ the naive baseline a user computes by hand, model FLOPs / (0.5 x the 16-bit peak
 of run --json); FP8 runs keep the 16-bit peak, as MFU does.
 """
 
-import csv
 import re
 from pathlib import Path
 
@@ -124,23 +123,16 @@ def derive_published(shared_dir, out_dir) -> Path:
         "state; how simsp fills those gaps (framework recipe defaults) is in "
         "simsp/validate/recipes.py RECIPES and in each case's notes.",
     ]
-    path = Path(out_dir) / RUNS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        f.write("".join(f"# {line}\n" for line in header))
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(_flat(r) for r in runs)
-    return path
+    from simsp.validate.data import write_derived_csv
+
+    return write_derived_csv(Path(out_dir) / RUNS_FILE, header, COLUMNS, map(_flat, runs))
 
 
 def read_published(data_dir=None) -> list[dict]:
     """published_runs.csv's rows as dicts of column to string."""
-    from simsp.validate.data import DATA_DIR
+    from simsp.validate.data import DATA_DIR, read_derived_csv
 
-    path = Path(data_dir or DATA_DIR) / RUNS_FILE
-    with open(path, newline="", encoding="utf-8") as f:
-        return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    return read_derived_csv(Path(data_dir or DATA_DIR) / RUNS_FILE)
 
 
 # ------------------------------------------------------------------ recipe defaults

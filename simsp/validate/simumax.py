@@ -16,7 +16,6 @@ as LAUNCHER says. A peak measured once for several micro-batch counts (SimuMax's
 only the count changes) is kept on its own run alone, so each measured peak counts once.
 """
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.units import GIB
+from simsp.validate.data import read_derived_csv, write_derived_csv
 from simsp.workload import TrainingSpec, Workload, validate
 
 SET = "simumax-b200"
@@ -131,20 +131,12 @@ def derive_simumax(source, out_dir) -> Path:
         "seq_len parsed from the case name (seq_len 4096 where it names none); "
         "dp = 8 / (tp pp cp).",
     ]
-    path = Path(out_dir) / RUNS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        f.write("".join(f"# {line}\n" for line in header))
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(out)
-    return path
+    return write_derived_csv(Path(out_dir) / RUNS_FILE, header, COLUMNS, out)
 
 
 def read_simumax(data_dir) -> list[dict]:
     """simumax_b200.csv's rows as dicts of column to string."""
-    with open(Path(data_dir) / RUNS_FILE, newline="", encoding="utf-8") as f:
-        return [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    return read_derived_csv(Path(data_dir) / RUNS_FILE)
 
 
 def simumax_workload(row: dict) -> Workload:
