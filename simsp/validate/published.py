@@ -21,6 +21,7 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.validate.attention_kernel import attention_kernel
+from simsp.validate.baseline import naive_baseline_s
 from simsp.validate.recipes import (
     COMPOSER_REDUCE_FP32,
     KNOWN_GAPS,
@@ -299,15 +300,6 @@ def _unexpressible(row: dict) -> str:
             f"{row['model.arch']}): simsp has no MoE layer"
         )
     return SKIP.get(row["id"], "")
-
-
-def naive_baseline_s(w: Workload, peak_tflops: float) -> float:
-    """llm-analysis's 'literature' estimate: model FLOPs / (0.5 x peak x GPUs), with simsp's
-    model FLOPs (flops.model_flops, the run --json `model_flops`) and the 16-bit peak."""
-    from simsp.flops import model_flops
-
-    flops = model_flops(w.model, w.training.global_batch, w.parallel.tp)
-    return flops / (0.5 * peak_tflops * 1e12 * w.parallel.gpus)
 
 
 def _hardware_of(row: dict) -> tuple[str, str]:

@@ -186,8 +186,8 @@ def simumax_cases(data_dir) -> tuple[list, list]:
     """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes, the naive
     baseline of the published sets), the others as Skipped with the reason."""
     from simsp.config import load_hardware
+    from simsp.validate.baseline import naive_baseline_s
     from simsp.validate.cases import Case, Skipped, project_path
-    from simsp.validate.published import naive_baseline_s
 
     hw = str(project_path(HARDWARE))
     peak = load_hardware(hw).gpu.peak_tflops
