@@ -38,9 +38,10 @@ class Recipe:
     run's hardware table has it (where TE runs cuDNN: no attention_kernel of its own); elsewhere
     the hardware file's kernel."""
     cached_dummy_wgrads: bool = False
-    """Its Transformer Engine is 2.3 or later, which caches one dummy weight gradient per linear
-    shape (ParallelSpec.cached_dummy_wgrads; memory only), where the release pins its TE; not
-    under FSDP, whose gradients are not Megatron's fused main_grad."""
+    """Its Transformer Engine is 2.3 or later (get_dummy_wgrad, TE PR #1651), which caches one
+    dummy weight gradient per linear shape (ParallelSpec.cached_dummy_wgrads; memory only),
+    where the release pins its TE; not under FSDP, whose gradients are not Megatron's fused
+    main_grad."""
 
 
 _LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/*"
@@ -124,9 +125,7 @@ RECIPES = {
         # (bf16_with_fp8_delayed_scaling_mixed), which scripts/performance/utils/helpers.py
         # get_precision_config returns for 'ds' unchanged
         fp8_param_gather=True,
-        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
-        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
-        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        # pyproject.toml @ v0.1.0rc3 line 91: transformer-engine >=2.6.0a0,<2.8.0
         cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
     ),
@@ -136,9 +135,7 @@ RECIPES = {
         "table column Precision 'FP8-CS' (current scaling)",
         # mixed_precision.py @ v0.2.0 line 289 (bf16_with_fp8_current_scaling_mixed)
         fp8_param_gather=True,
-        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
-        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
-        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        # pyproject.toml @ v0.2.0 line 83: transformer-engine >=2.9.0a0,<2.10.0
         cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
     ),
@@ -149,9 +146,7 @@ RECIPES = {
         "only per-tensor FP8",
         # mixed_precision.py @ v0.4.1 line 294
         fp8_param_gather=True,
-        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
-        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
-        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        # pyproject.toml @ v0.4.1 line 122: TE 71bbefbf (2026-03-24)
         cached_dummy_wgrads=True,
     ),
     "Megatron-Bridge 26.06": Recipe(
@@ -160,9 +155,7 @@ RECIPES = {
         "as 26.04",
         # mixed_precision.py @ v0.5.0 line 302
         fp8_param_gather=True,
-        # pyproject.toml pins TE >= 2.3 (get_dummy_wgrad, TE PR #1651): v0.1.0rc3
-        # >=2.6.0a0,<2.8.0 (line 91), v0.2.0 >=2.9.0a0,<2.10.0 (line 83), v0.4.1 TE 71bbefbf
-        # (2026-03-24, line 122), v0.5.0 TE 4220403e (2026-05-29, line 131)
+        # pyproject.toml @ v0.5.0 line 131: TE 4220403e (2026-05-29)
         cached_dummy_wgrads=True,
     ),
     "llm-foundry": Recipe(
