@@ -91,7 +91,8 @@ def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, 
 
 def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
     """(forward, backward) of the last stage: final layer-norm, logits GEMM over the vocab shard,
-    vocab-parallel cross-entropy in fp32 (two small TP all-reduces)."""
+    vocab-parallel cross-entropy in fp32 (three small TP all-reduces: the max, the sum of
+    exponentials and the target's logit)."""
     m, t = w.model, w.parallel.tp
     sb = m.seq_len // w.parallel.cp * w.training.micro_batch
     seq = t if w.parallel.sequence_parallel else 1
@@ -101,7 +102,7 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     g = Gemm(sb, vocab // t, m.hidden)
     cm = cost.compute
     gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
-    small = 2 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
+    small = 3 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
     fwd = cm.memory_bound(2 * x / seq, m.norm).seconds + gather + cm.gemm(g, FORWARD).seconds
     fwd += cm.memory_bound(logits * CROSS_ENTROPY_FWD_BYTES).seconds + small
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
