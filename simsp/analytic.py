@@ -264,19 +264,17 @@ def _layer(model, layer_parallel, micro_batch, hw, place, numerics):
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _ends(model, layer_parallel, micro_batch, hw, place):
-    w, cost = _canonical(model, layer_parallel, micro_batch), cost_model(hw)
+def _ends(model, layer_parallel, micro_batch, hw, place, cross_entropy):
+    w, cost = _canonical(model, layer_parallel, micro_batch, cross_entropy), cost_model(hw)
     return (*st.embedding_s(w, cost, place), *st.output_s(w, cost, place), st.p2p_s(w, cost, place))
 
 
-def _canonical(model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int) -> Workload:
+def _canonical(
+    model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int, cross_entropy: str
+) -> Workload:
     """A one-stage workload with just what a layer's and the end stages' costs depend on."""
-    return Workload(
-        "canonical",
-        model,
-        TrainingSpec(global_batch=micro_batch, micro_batch=micro_batch),
-        layer_parallel,
-    )
+    training = TrainingSpec(micro_batch, micro_batch, cross_entropy=cross_entropy)
+    return Workload("canonical", model, training, layer_parallel)
 
 
 def _memo_key(w: Workload, cost, lay) -> tuple:
@@ -292,7 +290,7 @@ def _layer_key(w: Workload, cost, lay) -> tuple:
 
 MEMOISED = Parts(
     layer=lambda w, cost, lay: _layer(*_layer_key(w, cost, lay)),
-    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay)),
+    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay), w.training.cross_entropy),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
 batch, the hardware and the placement: a sweep over pp, dp and schedules costs each layer once."""

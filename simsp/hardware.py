@@ -54,6 +54,13 @@ class MemoryBoundSpec:
     """Measured fused layer-norm forward rate, GB/s; 0 means use the curve."""
     layernorm_bwd_gbps: float = 0.0
     """Measured fused layer-norm backward rate, GB/s; 0 means use the curve."""
+    unfused_cross_entropy_gbps: float = 0.0
+    """Measured rate of Megatron's unfused vocab-parallel cross-entropy, GB/s of the bytes
+    simsp/layer/loss.py counts for it, forward and backward alike; 0 means use the curve."""
+    native_cross_entropy_gbps: float = 0.0
+    """The same for Megatron's fused (native) cross-entropy; 0 means use the curve."""
+    te_cross_entropy_gbps: float = 0.0
+    """The same for Transformer Engine's Triton cross-entropy; 0 means use the curve."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +248,9 @@ def hardware_rules(hw: "HardwareSpec"):
     for key in (
         "memory_bound.layernorm_fwd_gbps",
         "memory_bound.layernorm_bwd_gbps",
+        "memory_bound.unfused_cross_entropy_gbps",
+        "memory_bound.native_cross_entropy_gbps",
+        "memory_bound.te_cross_entropy_gbps",
         "calibration.adam_gbps",
     ):
         value = _value(hw, key)

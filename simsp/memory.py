@@ -148,22 +148,22 @@ def _weight_grad_bytes(
 
 
 def end_stage_bytes(
-    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, cross_entropy: str = "unfused"
 ) -> tuple[float, float]:
     """(first stage's embedding, last stage's output layer) activation bytes per microbatch
-    (§4.3)."""
-    return _end_stage_bytes(model, parallel.for_layer(), micro_batch)
+    (§4.3), the loss kept as training.cross_entropy keeps it."""
+    return _end_stage_bytes(model, parallel.for_layer(), micro_batch, cross_entropy)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
 def _end_stage_bytes(
-    model: ModelSpec, parallel: ParallelSpec, micro_batch: int
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, cross_entropy: str
 ) -> tuple[float, float]:
     return tuple(
         sum(L.stored_bytes(s, parallel) for s in saves)
         for saves in (
             L.embedding_saves(model, micro_batch, parallel.cp),
-            L.output_saves(model, parallel.tp, micro_batch, parallel.cp),
+            L.output_saves(model, parallel.tp, micro_batch, parallel.cp, cross_entropy),
         )
     )
 
@@ -234,7 +234,7 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
-    emb, out = end_stage_bytes(model, par, b)
+    emb, out = end_stage_bytes(model, par, b, w.training.cross_entropy)
     if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven:
         return _walk_peak(w, stage, emb, out)
     chunk = chunk_activation_bytes(w, stage)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from simsp.errors import InputError
+from simsp.layer.loss import CROSS_ENTROPIES
 from simsp.model import (
     ATTENTION_KINDS,
     BIAS_KINDS,
@@ -43,6 +44,11 @@ class TrainingSpec:
     """FP8 primary weights (Megatron-LM --fp8-param-gather, Transformer Engine fp8_model_init):
     the linear weights live in FP8, without their BF16 copy, and the distributed optimizer
     all-gathers them in FP8; needs precision fp8."""
+
+    cross_entropy: str = field(default="unfused", metadata={"choices": CROSS_ENTROPIES})
+    """The loss kernel over the vocabulary shard (simsp/layer/loss.py): unfused (Megatron's
+    default, one torch op a step), native (--cross-entropy-loss-fusion) or te
+    (--cross-entropy-fusion-impl te, Transformer Engine's Triton kernel)."""
 
     @cached_property
     def numerics(self) -> Numerics:
@@ -133,6 +139,12 @@ def _rules(w: Workload):
         t.fp8_param_gather,
         not t.fp8_param_gather or t.precision == "fp8",
         "needs training.precision fp8 (Megatron-LM: --fp8-param-gather requires --fp8-format)",
+    )
+    yield (
+        "training.cross_entropy",
+        t.cross_entropy,
+        t.cross_entropy in CROSS_ENTROPIES,
+        f"must be one of {', '.join(CROSS_ENTROPIES)}",
     )
     yield (
         "training.attention_kernel",

@@ -233,14 +233,20 @@ class ComputeModel:
 
     def memory_bound(self, nbytes: float, kind: str = "", backward: bool = False) -> Timed:
         """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
-        (fused layer-norm, fused Adam) where the hardware file has one, else the curve's."""
+        (fused layer-norm, fused Adam, a cross-entropy implementation) where the hardware file
+        has one, else the curve's."""
         mb = self.hw.memory_bound
         norm = mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
         # RMSNorm runs the same one-read, one-write fused kernel shape (Apex / TE fused norms);
         # with no measurement of its own it takes the measured layer-norm rate.
-        measured = {"layernorm": norm, "rmsnorm": norm, "adam": self.hw.calibration.adam_gbps}.get(
-            kind, 0.0
-        )
+        measured = {
+            "layernorm": norm,
+            "rmsnorm": norm,
+            "adam": self.hw.calibration.adam_gbps,
+            "unfused_cross_entropy": mb.unfused_cross_entropy_gbps,
+            "native_cross_entropy": mb.native_cross_entropy_gbps,
+            "te_cross_entropy": mb.te_cross_entropy_gbps,
+        }.get(kind, 0.0)
         rate = (
             measured * GB
             if measured

@@ -6,6 +6,7 @@ from simsp.cost import CostModel
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
 from simsp.gradient_sync import chunk_gradients
 from simsp.layer import Gemm
+from simsp.layer.loss import CROSS_ENTROPY
 from simsp.layout import GRADIENT_GROUP, Layout, Placement
 from simsp.params import linear_params_per_rank, stage_params
 from simsp.precision import cast_bytes
@@ -30,15 +31,6 @@ EMBEDDING_GRAD_BYTES = 12.0
 dense bf16 gradient of the whole (word-shard or position) table (2) before scattering into it,
 and Megatron's DDP hook adds it into the fp32 main grad (`main_grad.add_(grad)`: read 2 + 4,
 write 4). The tied output layer's gradient is fused into the main grad by its GEMM instead."""
-
-CROSS_ENTROPY_FWD_BYTES = 38.0
-"""Megatron's vocab-parallel cross-entropy forward, bytes per logit: bf16 -> fp32 (2 + 4), max
-(4), subtract (4 + 4), exp in place (4 + 4), sum (4), divide in place for backward (4 + 4)."""
-
-CROSS_ENTROPY_BWD_BYTES = 14.0
-"""Its backward per logit: the saved softmax times the loss gradient in place (4 + 4), to bf16
-for the logits GEMM (4 + 2). Subtracting the one-hot target indexes one logit a token
-(`grad_2d[arange_1d, masked_target_1d] -= ...`), not a pass over all of them."""
 
 
 def _sbh(w: Workload) -> int:
@@ -91,29 +83,48 @@ def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, 
 
 def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
     """(forward, backward) of the last stage: final layer-norm, logits GEMM over the vocab shard,
-    vocab-parallel cross-entropy in fp32 (three small TP all-reduces: the max, the sum of
-    exponentials and the target's logit)."""
+    then the vocab-parallel cross-entropy the run's implementation computes
+    (training.cross_entropy, simsp/layer/loss.py) with its small TP collectives."""
     m, t = w.model, w.parallel.tp
     sb = m.seq_len // w.parallel.cp * w.training.micro_batch
     seq = t if w.parallel.sequence_parallel else 1
     x = BYTES_16BIT * sb * m.hidden
-    vocab = m.padded_vocab(t)
-    logits = sb * vocab / t
-    g = Gemm(sb, vocab // t, m.hidden)
+    logits = sb * m.padded_vocab(t) / t
+    g = Gemm(sb, m.padded_vocab(t) // t, m.hidden)
     cm = cost.compute
     gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
-    small = 3 * _tp_collective(w, cost, place, "all_reduce", BYTES_FP32 * sb)
     fwd = cm.memory_bound(2 * x / seq, m.norm).seconds + gather + cm.gemm(g, FORWARD).seconds
-    fwd += cm.memory_bound(logits * CROSS_ENTROPY_FWD_BYTES).seconds + small
+    ce_fwd, ce_bwd = cross_entropy_s(w, cost, place, logits)
+    fwd += ce_fwd
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
-    bwd = cm.memory_bound(logits * CROSS_ENTROPY_BWD_BYTES).seconds
-    bwd += cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
+    bwd = ce_bwd + cm.gemm(dg, dl).seconds + cm.gemm(wg, wl).seconds
     bwd += (
         _tp_collective(w, cost, place, "reduce_scatter", x)
         if seq > 1
         else _tp_collective(w, cost, place, "all_reduce", x)
     )
     bwd += cm.memory_bound(3 * x / seq, m.norm, backward=True).seconds
+    return fwd, bwd
+
+
+def cross_entropy_s(
+    w: Workload, cost: CostModel, place: Placement, logits: float
+) -> tuple[float, float]:
+    """(forward, backward) of the cross-entropy over a rank's `logits`: its kernels' bytes at
+    the hardware's measured rate for that implementation (memory_bound.*_cross_entropy_gbps)
+    or the element-wise curve, and forward's all-reduces and all-gather of per-token fp32."""
+    ce = CROSS_ENTROPY[w.training.cross_entropy]
+    sb = w.model.seq_len // w.parallel.cp * w.training.micro_batch
+    kind = f"{ce.name}_cross_entropy"
+    fwd = cost.compute.memory_bound(ce.forward_bytes * logits, kind).seconds
+    fwd += sum(
+        _tp_collective(w, cost, place, "all_reduce", n * BYTES_FP32 * sb)
+        for n in ce.all_reduce_floats
+    )
+    if ce.all_gather_floats and w.parallel.tp > 1:
+        gathered = ce.all_gather_floats * BYTES_FP32 * sb * w.parallel.tp
+        fwd += _tp_collective(w, cost, place, "all_gather", gathered)
+    bwd = cost.compute.memory_bound(ce.backward_bytes * logits, kind, backward=True).seconds
     return fwd, bwd
 
 

@@ -1,6 +1,7 @@
 """The work outside the layers that memory and parameter counts need: what full recompute keeps
 of a layer, and the first stage's embedding and the last stage's output layer."""
 
+from simsp.layer.loss import CROSS_ENTROPY
 from simsp.layer.ops import Saved, Weight
 from simsp.model import ModelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
@@ -21,14 +22,20 @@ def embedding_saves(model: ModelSpec, micro_batch: int, cp: int = 1) -> tuple[Sa
     return (Saved("embedding dropout mask", BYTES_MASK * sbh, "sp"),)
 
 
-def output_saves(model: ModelSpec, tp: int, micro_batch: int, cp: int = 1) -> tuple[Saved, ...]:
-    """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, fp32 logits
-    4sbv (§4.3), of the s/c tokens a context-parallel rank holds."""
+def output_saves(
+    model: ModelSpec, tp: int, micro_batch: int, cp: int = 1, cross_entropy: str = "unfused"
+) -> tuple[Saved, ...]:
+    """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, and what the
+    cross-entropy keeps of the logits: Megatron's fp32 softmax, 4sbv (§4.3), or Transformer
+    Engine's gradient in the bf16 logits, 2sbv (simsp/layer/loss.py); of the s/c tokens a
+    context-parallel rank holds."""
     sb = model.seq_len // cp * micro_batch
+    ce = CROSS_ENTROPY[cross_entropy]
+    kept = "fp32 logits" if ce.saved_bytes == BYTES_FP32 else "logits gradient"
     return (
         Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
         Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),
-        Saved("fp32 logits", BYTES_FP32 * sb * model.padded_vocab(tp), "tp"),
+        Saved(kept, ce.saved_bytes * sb * model.padded_vocab(tp), "tp"),
     )
 
 

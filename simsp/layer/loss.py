@@ -1,0 +1,79 @@
+"""The vocabulary-parallel cross-entropy at the end of the last stage: what each implementation
+Megatron can run moves through HBM, keeps for backward and sends between TP ranks, per logit
+(one token's score for one vocabulary entry of a rank's shard)."""
+
+from dataclasses import dataclass
+
+from simsp.units import BYTES_16BIT, BYTES_FP32
+
+
+@dataclass(frozen=True)
+class CrossEntropy:
+    """One implementation's cost per logit and per token."""
+
+    name: str
+    forward_bytes: float
+    """HBM bytes its forward kernels move per logit."""
+    backward_bytes: float
+    """HBM bytes its backward kernels move per logit."""
+    saved_bytes: float
+    """Bytes per logit it keeps from forward for backward."""
+    all_reduce_floats: tuple[int, ...]
+    """Its forward's all-reduces over the TP group, each as the fp32 values a token it sums."""
+    all_gather_floats: int
+    """fp32 values a token each TP rank all-gathers in forward (0: no all-gather)."""
+
+
+UNFUSED = CrossEntropy(
+    "unfused",
+    # bf16 -> fp32 (2 + 4), max (4), subtract in place (4 + 4), exp in place (4 + 4), sum (4),
+    # divide in place for backward (4 + 4)
+    forward_bytes=38.0,
+    # the saved softmax times the loss gradient in place (4 + 4), to bf16 for the logits GEMM
+    # (4 + 2); the one-hot target is subtracted at one indexed logit a token
+    backward_bytes=14.0,
+    saved_bytes=BYTES_FP32,
+    all_reduce_floats=(1, 1, 1),
+    all_gather_floats=0,
+)
+"""Megatron's _VocabParallelCrossEntropy, one torch op a step (Megatron-LM
+core_r0.14.0 tensor_parallel/cross_entropy.py; the paper's Megatron mpu/cross_entropy.py runs
+the same steps): all-reduces of the max, the target's logit and the sum of exponentials; the
+fp32 softmax is saved."""
+
+NATIVE = CrossEntropy(
+    "native",
+    # calculate_logits_max: bf16 in, its fp32 copy out, max on the way (2 + 4);
+    # calculate_predicted_logits: subtract the max and exp in place, summing (4 + 4);
+    # calculate_cross_entropy_loss: divide in place by the sum (4 + 4)
+    forward_bytes=22.0,
+    # calculate_gradients: times the loss gradient, the saved softmax updated in place and
+    # written out as bf16 (4 + 4 + 2)
+    backward_bytes=10.0,
+    saved_bytes=BYTES_FP32,
+    all_reduce_floats=(1, 2),
+    all_gather_floats=0,
+)
+"""Megatron's fused_vocab_parallel_cross_entropy (--cross-entropy-loss-fusion with
+--cross-entropy-fusion-impl native, Megatron-LM core_r0.12.0 fusions/fused_cross_entropy.py):
+the same steps as UNFUSED, each @jit_fuser function one kernel; the target's logit and the sum
+travel in one all-reduce of two values a token; the fp32 softmax is saved."""
+
+TE = CrossEntropy(
+    "te",
+    # online_softmax_kernel reads the bf16 logits (2); cross_entropy_kernel reads them again and
+    # writes the gradient over them in place (2 + 2)
+    forward_bytes=6.0,
+    # element_mul_kernel scales that gradient by the loss gradient in place (2 + 2)
+    backward_bytes=4.0,
+    saved_bytes=BYTES_16BIT,
+    all_reduce_floats=(),
+    all_gather_floats=3,
+)
+"""Transformer Engine's Triton parallel_cross_entropy (--cross-entropy-fusion-impl te;
+TransformerEngine v2.6 pytorch/triton/cross_entropy.py): each rank's max, sum of exponentials
+and target logit (3 fp32 a token) are all-gathered; forward leaves the gradient in the logits'
+own bf16 buffer, which is what backward keeps."""
+
+CROSS_ENTROPY = {c.name: c for c in (UNFUSED, NATIVE, TE)}
+CROSS_ENTROPIES = tuple(CROSS_ENTROPY)
