@@ -80,6 +80,15 @@ def attention_kernel_of(pair: dict, hw) -> str:
     return attention_kernel(recipe, hw)[0] if recipe else ""
 
 
+def cross_entropy_of(pair: dict) -> str:
+    """The loss kernel of a pair's runs: that of its release's recipe where validate/recipes.py
+    has one, else Megatron's unfused one (the NeMo 1.0 launcher sets no loss fusion)."""
+    from simsp.validate.recipes import RECIPES
+
+    recipe = RECIPES.get(release_of(pair))
+    return recipe.cross_entropy if recipe else "unfused"
+
+
 def fp8_primary_weights(pair: dict) -> bool:
     """Whether a pair's FP8 run keeps FP8 primary weights: its recipe notes say so, or its
     framework's FP8 preset does."""
@@ -230,6 +239,7 @@ def pair_cases(data_dir=None):
                             "delayed",
                             kernel,
                             fp8_param_gather=fp8_primary_weights(p),
+                            cross_entropy=cross_entropy_of(p),
                         ),
                         parallel,
                     ),

@@ -201,9 +201,10 @@ def training_spec(
     fp8_recipe: str,
     attention_kernel="",
     fp8_param_gather=False,
+    cross_entropy="unfused",
 ):
-    """The one place a case's precision and attention kernel enter its workload
-    (TrainingSpec.precision, .fp8_recipe, .attention_kernel, .fp8_param_gather)."""
+    """The one place a case's precision and kernels enter its workload (TrainingSpec.precision,
+    .fp8_recipe, .attention_kernel, .fp8_param_gather, .cross_entropy)."""
     fp8 = precision == "fp8"
     return TrainingSpec(
         global_batch=global_batch,
@@ -212,6 +213,7 @@ def training_spec(
         fp8_recipe=fp8_recipe if fp8 else "delayed",
         attention_kernel=attention_kernel,
         fp8_param_gather=fp8 and fp8_param_gather,
+        cross_entropy=cross_entropy,
     )
 
 
@@ -337,6 +339,8 @@ def published_case(row: dict):
     gpu = spec.gpu
     kernel, why = attention_kernel(recipe, spec)
     notes.extend([why, how] if why else [how])
+    if recipe.cross_entropy != "unfused":
+        notes.append(f"{recipe.cross_entropy} cross-entropy (the recipe's loss fusion)")
     if precision == "fp8" and not gpu.peak_fp8_tflops:
         return Skipped(
             set_name,
@@ -355,6 +359,7 @@ def published_case(row: dict):
                     recipe.fp8_recipe,
                     kernel,
                     primary_fp8,
+                    recipe.cross_entropy,
                 ),
                 parallel=parallel,
             ),

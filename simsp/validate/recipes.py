@@ -37,6 +37,9 @@ class Recipe:
     """The attention-table kernel measured at the cuDNN its container shipped, taken where the
     run's hardware table has it (where TE runs cuDNN: no attention_kernel of its own); elsewhere
     the hardware file's kernel."""
+    cross_entropy: str = "unfused"
+    """The loss kernel its runs use (TrainingSpec.cross_entropy): Megatron's unfused one unless
+    the recipe turns on --cross-entropy-loss-fusion (native) or picks TE's (te)."""
     cached_dummy_wgrads: bool = False
     """Its Transformer Engine is 2.3 or later (get_dummy_wgrad, TE PR #1651), which caches one
     dummy weight gradient per linear shape (ParallelSpec.cached_dummy_wgrads; memory only),
@@ -104,6 +107,10 @@ RECIPES = {
         grad_reduce_in_fp32=False,
         fp8_param_gather=True,
         cudnn_kernel=_CUDNN_2025,
+        # nemo/collections/llm/gpt/model/base.py (v2.2.0) line 184: GPTConfig
+        # cross_entropy_loss_fusion = True; its Megatron-Core 0.11 has only the native fusion
+        # (language_module.py core_r0.11.0 line 79: fused_vocab_parallel_cross_entropy)
+        cross_entropy="native",
     ),
     "NeMo 25.04": Recipe(
         f"{_NEMO2}/performance (v2.3.0): utils.set_primary_perf_configs (SP = tp > 1, "
@@ -114,6 +121,10 @@ RECIPES = {
         # recipes/precision/mixed_precision.py (v2.3.0) bf16_with_fp8_mixed line 70
         fp8_param_gather=True,
         cudnn_kernel=_CUDNN_2025,
+        # gpt/model/base.py (v2.3.0) line 290: cross_entropy_loss_fusion = True; only the
+        # DeepSeek and Llama 4 scripts set cross_entropy_fusion_impl te, so Megatron-Core
+        # 0.12's default 'native' (model_parallel_config.py core_r0.12.0 line 220)
+        cross_entropy="native",
     ),
     "Megatron-Bridge 25.09": Recipe(
         f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
@@ -128,6 +139,10 @@ RECIPES = {
         # pyproject.toml @ v0.1.0rc3 line 91: transformer-engine >=2.6.0a0,<2.8.0
         cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
+        # gpt_provider.py @ v0.1.0rc3 line 152 cross_entropy_loss_fusion = True; the Llama 3 8B /
+        # 70B and 3.1 405B providers set cross_entropy_fusion_impl "te" (llama_provider.py lines
+        # 186, 205, 259), as do scripts/performance/configs/llama3/*_llm_pretrain.yaml
+        cross_entropy="te",
     ),
     "Megatron-Bridge 25.11": Recipe(
         f"{_MB} @ v0.2.0 (workload_base_configs.py, helpers.py): as 25.09",
@@ -138,6 +153,8 @@ RECIPES = {
         # pyproject.toml @ v0.2.0 line 83: transformer-engine >=2.9.0a0,<2.10.0
         cached_dummy_wgrads=True,
         cudnn_kernel=_CUDNN_2025,
+        # scripts/performance/utils/helpers.py @ v0.2.0 line 108: cross_entropy_fusion_impl "te"
+        cross_entropy="te",
     ),
     "Megatron-Bridge 26.04": Recipe(
         f"{_MB} @ v0.4.1 (configs/llama/*_workload_base_configs.py): as 25.09",
@@ -148,6 +165,8 @@ RECIPES = {
         fp8_param_gather=True,
         # pyproject.toml @ v0.4.1 line 122: TE 71bbefbf (2026-03-24)
         cached_dummy_wgrads=True,
+        # scripts/performance/utils/overrides.py @ v0.4.1 line 66: cross_entropy_fusion_impl "te"
+        cross_entropy="te",
     ),
     "Megatron-Bridge 26.06": Recipe(
         f"{_MB} @ v0.5.0 (configs/llama/llama31_workload_base_configs.py): as 25.09",
@@ -157,6 +176,8 @@ RECIPES = {
         fp8_param_gather=True,
         # pyproject.toml @ v0.5.0 line 131: TE 4220403e (2026-05-29)
         cached_dummy_wgrads=True,
+        # scripts/performance/utils/overrides.py @ v0.5.0 line 70: cross_entropy_fusion_impl "te"
+        cross_entropy="te",
     ),
     "llm-foundry": Recipe(
         "mosaicml/llm-foundry scripts/train/benchmarking/ @ b2a43a147 (the A100 and H100 8-GPU "
