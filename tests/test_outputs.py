@@ -282,6 +282,7 @@ def test_run_json_states_the_configuration_it_ran(capsys):
         "fp8_recipe": "delayed",
         "attention_kernel": "",
         "fp8_param_gather": False,
+        "cross_entropy": "unfused",
     }
     assert c["model"]["layers"] == 96 and c["hardware_file"].endswith("dgx-a100-80gb.yaml")
 

@@ -191,16 +191,16 @@ def test_trailing_parenthesis_nested():
 
 def test_published_reruns_differ_in_release_defaults_only():
     """The shipped data: Llama-3-8B FP8 on 8 B200 in three releases is one published
-    configuration; NeMo 25.02 and Megatron-Bridge 25.09 give simsp the same input (delayed
-    scaling, FP8 primary weights, bf16 grad reduce in both recipes), 25.11 another (current
-    scaling). The 405B runs of the same two releases are the other exact repeat."""
+    configuration. NeMo 25.02 and Megatron-Bridge 25.09 share delayed scaling, FP8 primary
+    weights and a bf16 grad reduce, but not the loss (Megatron's native fusion against TE's),
+    and 25.11 scales currently, so no two of them give simsp the same input; nor do the 405B
+    runs of the same releases."""
     cases, _ = V.build_cases(("published-b200", "fp8-pairs"))
     results = [V.CaseResult(c, c.measured_s) for c in cases]
     b200 = [r for r in results if r.case.set == "published-b200"]
-    assert [g.case_ids for g in repeat_groups(b200, same_input)] == [
-        ("nemo2502-b200-llama3-8b", "mb2509-b200-llama3-8b"),
-        ("nemo2502-b200-llama3-405b", "mb2509-b200-llama31-405b"),
-    ]
+    assert repeat_groups(b200, same_input) == []
+    losses = {r.case.name: r.case.workload.training.cross_entropy for r in b200}
+    assert losses["nemo2502-b200-llama3-8b"] == "native" != losses["mb2509-b200-llama3-8b"]
     eight = next(
         g for g in repeat_groups(b200, same_published_configuration) if "llama3-8b" in g.description
     )

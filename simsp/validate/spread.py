@@ -33,6 +33,7 @@ RELEASE_SETTINGS = (
     "fp8_recipe",
     "fp8_param_gather",
     "attention_kernel",
+    "cross_entropy",
     "tp_comm_overlap",
     "grad_reduce_in_fp32",
     "overlap_grad_reduce",
