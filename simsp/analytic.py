@@ -293,7 +293,8 @@ MEMOISED = Parts(
     ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay), w.training.cross_entropy),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
-batch, the hardware and the placement: a sweep over pp, dp and schedules costs each layer once."""
+batch, the hardware and the placement, and the layer's numerics or the end stages' loss kernel:
+a sweep over pp, dp and schedules costs each layer once."""
 
 
 def costs(w: Workload, hw: HardwareSpec) -> StageCosts:

@@ -62,6 +62,18 @@ class MemoryBoundSpec:
     te_cross_entropy_gbps: float = 0.0
     """The same for Transformer Engine's Triton cross-entropy; 0 means use the curve."""
 
+    def cross_entropy_gbps(self, name: str) -> float:
+        """The measured rate of cross-entropy implementation `name` (simsp/layer/loss.py), GB/s
+        of its bytes; 0 means use the curve. Megatron's native fusion, with no rate of its own,
+        takes the unfused kernels' (the same fp32 steps in fewer passes), as RMSNorm takes the
+        layer-norm rate."""
+        rates = {
+            "unfused": self.unfused_cross_entropy_gbps,
+            "native": self.native_cross_entropy_gbps or self.unfused_cross_entropy_gbps,
+            "te": self.te_cross_entropy_gbps,
+        }
+        return rates[name]
+
 
 @dataclass(frozen=True)
 class CalibrationSpec:

@@ -148,7 +148,7 @@ def _weight_grad_bytes(
 
 
 def end_stage_bytes(
-    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, cross_entropy: str = "unfused"
+    model: ModelSpec, parallel: ParallelSpec, micro_batch: int, cross_entropy: str
 ) -> tuple[float, float]:
     """(first stage's embedding, last stage's output layer) activation bytes per microbatch
     (§4.3), the loss kept as training.cross_entropy keeps it."""

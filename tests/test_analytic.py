@@ -90,7 +90,12 @@ def test_costs_are_the_plans_costs_exactly(workloads, hardware):
             variant(base, tp=4, pp=4, dp=4, micro_batch=2, schedule="gpipe", virtual_stages=1),
         ]
     )
-    for w in cases:
+    # the same run with each loss kernel, one after another: the memo keys on it
+    losses = [
+        dataclasses.replace(base, training=dataclasses.replace(base.training, cross_entropy=ce))
+        for ce in ("te", "native", "unfused")
+    ]
+    for w in cases + losses:
         plan, costs = build_plan(w, cost_model(hardware)), analytic.costs(w, hardware)
         for field in PLAN_FIELDS:
             assert getattr(costs, field) == getattr(plan, field), (field, w.parallel)

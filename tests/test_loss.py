@@ -35,6 +35,22 @@ def _logits(w) -> float:
     return m.seq_len // w.parallel.cp * w.training.micro_batch * m.padded_vocab(t) / t
 
 
+def test_the_implementations_as_their_sources_count_them():
+    """Bytes a logit forward / backward, bytes kept, per-token collectives, as loss.py's
+    docstrings read them from Megatron-Core and Transformer Engine: a changed count must change
+    here too, with its source."""
+    got = {
+        n: (c.forward_bytes, c.backward_bytes, c.saved_bytes, c.all_reduce_floats)
+        for n, c in CROSS_ENTROPY.items()
+    }
+    assert got == {
+        "unfused": (38.0, 14.0, 4, (1, 1, 1)),
+        "native": (22.0, 10.0, 4, (1, 2)),
+        "te": (6.0, 4.0, 2, ()),
+    }
+    assert [c.all_gather_floats for c in CROSS_ENTROPY.values()] == [0, 0, 3]
+
+
 def test_each_implementation_keeps_what_its_backward_reads(llama):
     """Megatron's kernels keep the fp32 softmax (4 bytes a logit), TE's the bf16 gradient it
     wrote over the logits (2): the last stage's activations differ by exactly 2 bytes a logit."""
@@ -78,7 +94,7 @@ def test_tp_collectives_follow_the_implementation(llama, hardware):
 
 def test_b200_prices_the_kernels_at_their_measured_rates(llama):
     """dgx-b200.yaml's measured rates replace the curve for the implementations they name;
-    the unmeasured native fusion keeps the curve."""
+    the unmeasured native fusion takes the unfused rate."""
     hw = load_hardware(B200)
     cost = CostModel(hw)
     w = {ce: _with(llama, ce, tp=1, cp=1, dp=8) for ce in CROSS_ENTROPIES}
@@ -91,8 +107,11 @@ def test_b200_prices_the_kernels_at_their_measured_rates(llama):
         spec = CROSS_ENTROPY[ce]
         assert fwd == pytest.approx(spec.forward_bytes * logits / (rate * 1e9), rel=1e-12)
         assert bwd == pytest.approx(spec.backward_bytes * logits / (rate * 1e9), rel=1e-12)
+    # the native fusion has no rate of its own: it takes the unfused kernels'
     fwd, _ = st.cross_entropy_s(w["native"], cost, place, logits)
-    assert fwd == cost.compute.memory_bound(CROSS_ENTROPY["native"].forward_bytes * logits).seconds
+    native = CROSS_ENTROPY["native"].forward_bytes * logits
+    assert fwd == pytest.approx(native / (rates["unfused"] * 1e9), rel=1e-12)
+    assert fwd > 2 * cost.compute.memory_bound(native).seconds  # the curve is over twice as fast
 
 
 def test_b200_rates_rederive_from_simumax():
@@ -110,14 +129,14 @@ def test_b200_rates_rederive_from_simumax():
 
 
 def test_recipes_pick_the_loss_their_framework_runs():
-    """NeMo 2.x turns on Megatron's native loss fusion, Megatron-Bridge picks TE's (as do the
-    SimuMax `_cef` runs), NeMo 1.x leaves Megatron's unfused kernels."""
+    """NeMo 25.02 turns on Megatron's native loss fusion, NeMo 25.04 and Megatron-Bridge pick
+    TE's (as do the SimuMax `_cef` runs), NeMo 1.x leaves Megatron's unfused kernels."""
     from simsp.validate.recipes import RECIPES
     from simsp.validate.simumax import read_simumax, simumax_workload
 
     picks = {name: r.cross_entropy for name, r in RECIPES.items()}
     assert picks["NeMo 24.07"] == picks["NeMo 24.03"] == "unfused"
-    assert picks["NeMo 25.02"] == picks["NeMo 25.04"] == "native"
+    assert picks["NeMo 25.02"] == "native" and picks["NeMo 25.04"] == "te"
     assert {v for k, v in picks.items() if k.startswith("Megatron-Bridge")} == {"te"}
     rows = read_simumax(ROOT / "simsp" / "validate" / "data")
     assert {simumax_workload(r).training.cross_entropy for r in rows if "llama" in r["model"]} == {

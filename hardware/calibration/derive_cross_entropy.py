@@ -5,14 +5,13 @@ Source: MooreThreads/SimuMax configs/system/b200_bf16_ceperm.json @4dcaae51 (the
 dgx-b200/sources/), accelerator.bandwidth.ce and .ce_fusion. SimuMax's
 simu_tools/efficency_test/test_ce_permute_efficiency.py times, with CUDA events on its B200,
 Megatron's vocab_parallel_cross_entropy ("ce", with --measure-nonfusion-ce) and Transformer
-Engine's parallel_cross_entropy ("ce_fusion") forward and backward at s = 4096 over Llama-3's
-vocabulary shards (tp 1-8) and two DeepSeek vocabularies, and stores the total bytes over the
-total time as a fraction of its 8000 GiB/s, after taking 30 us off each of the two launches a
-case (`weighted_efficiency`, launches=2). The bytes it counts (`ce_theoretical_bytes`) are
-simsp/layer/loss.py's for the unfused kernel (38 + 14 a logit) and 4 + 4 for TE's, where
-loss.py counts 6 + 4 (the logits are read twice in forward): the same time over loss.py's bytes
-is 10/8 of SimuMax's rate. The 60 us a case it set apart is left out (a few per cent of a
-tp-8 shard's pass, less for wider ones).
+Engine's parallel_cross_entropy ("ce_fusion") forward and backward over seven cases at b 1, s 4096
+(CE_CASES: Llama-3's vocabulary shards at tp 1-8, Llama-3-8B's padded vocabulary, two DeepSeek
+vocabularies), and stores the cases' total bytes (`ce_theoretical_bytes`) over their total time
+as a fraction of its 8000 GiB/s, after setting 30 us apart for each of a case's two launches
+(`weighted_efficiency`, launches=2). Bytes and the set-apart time being known, the total time is
+recovered exactly; the rate here is the bytes simsp/layer/loss.py counts for the same seven
+cases over that time, the launches included.
 
     python hardware/calibration/derive_cross_entropy.py   # prints the two YAML lines
 """
@@ -22,23 +21,43 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from simsp.layer.loss import CROSS_ENTROPY  # noqa: E402
+
 SIMUMAX_SYSTEM = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
-GIB = 2**30 / 1e9
-"""SimuMax's gbps are GiB/s (config.py compute_mem_access_time: gbps * 1024**3)."""
-SIMUMAX_BYTES = {"ce": 38.0 + 14.0, "ce_fusion": 4.0 + 4.0}
-"""Bytes a logit SimuMax counts, forward + backward (ce_theoretical_bytes)."""
-SIMSP = {"unfused": ("ce", 38.0 + 14.0), "te": ("ce_fusion", 6.0 + 4.0)}
-"""simsp's implementation: (SimuMax's key, loss.py's bytes a logit, forward + backward)."""
+GIB = 2**30
+"""SimuMax's gbps are GiB/s (efficiency_from_bytes_time: gbps * 1024**3)."""
+CE_CASES = (102400, 129280, 128256, 64128, 32128, 16128, 128512)
+"""The vocabulary (shard) of each case, batch 1 and s 4096 (test_ce_permute_efficiency.py
+`ce_cases`: ds236_tp1, ds671_tp1, llama_tp1, _tp2, _tp4, _tp8, llama8b_tp1_padded)."""
+TOKENS = 4096
+LAUNCH_S = 2 * 30e-6
+"""What SimuMax set apart a case: two launches of its bandwidth entry's latency_us (30)."""
+SIMUMAX_KEY = {"unfused": "ce", "te": "ce_fusion"}
+
+
+def simumax_bytes(key: str, vocab: int) -> int:
+    """test_ce_permute_efficiency.py ce_theoretical_bytes, forward + backward, b 1, bf16."""
+    logits, tokens = TOKENS * vocab, TOKENS
+    if key == "ce_fusion":
+        return 2 * (2 * logits * 2 + tokens * 4)
+    fwd = logits * 4 + logits * 2 + (logits + tokens) * 4 + (2 * logits + tokens) * 4
+    fwd += 2 * logits * 4 + (logits + 1) * 4 + (2 * logits + 1) * 4
+    bwd = (2 * logits + 1) * 4 + logits * 4 + logits * 2
+    return fwd + bwd
 
 
 def cross_entropy_gbps(path: Path = SIMUMAX_SYSTEM) -> dict[str, float]:
-    """{implementation: GB/s of loss.py's bytes} measured on SimuMax's B200."""
+    """{implementation: GB/s of loss.py's bytes, launches included} on SimuMax's B200."""
     bandwidth = json.loads(path.read_text())["accelerator"]["bandwidth"]
     out = {}
-    for name, (key, simsp_bytes) in SIMSP.items():
+    for name, key in SIMUMAX_KEY.items():
         b = bandwidth[key]
-        rate = b["gbps"] * GIB * b["efficient_factor"]
-        out[name] = round(rate * simsp_bytes / SIMUMAX_BYTES[key], 1)
+        total = sum(simumax_bytes(key, v) for v in CE_CASES)
+        seconds = total / (b["gbps"] * GIB * b["efficient_factor"]) + LAUNCH_S * len(CE_CASES)
+        ce = CROSS_ENTROPY[name]
+        simsp = sum(TOKENS * v for v in CE_CASES) * (ce.forward_bytes + ce.backward_bytes)
+        out[name] = round(simsp / seconds / 1e9, 1)
     return out
 
 

@@ -121,6 +121,9 @@ def attention_rows(table: AttentionTable, kernel: str) -> AttentionTable:
 
 OPERAND_BYTES = {"bf16": BYTES_16BIT, "fp8": BYTES_FP8}
 
+CROSS_ENTROPY_KIND = "cross_entropy."
+"""Prefix of a memory-bound kind that names a loss implementation: `cross_entropy.te`."""
+
 
 class ComputeModel:
     """Kernel times for one GPU type."""
@@ -235,21 +238,26 @@ class ComputeModel:
         """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
         (fused layer-norm, fused Adam, a cross-entropy implementation) where the hardware file
         has one, else the curve's."""
-        mb = self.hw.memory_bound
-        norm = mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
-        # RMSNorm runs the same one-read, one-write fused kernel shape (Apex / TE fused norms);
-        # with no measurement of its own it takes the measured layer-norm rate.
-        measured = {
-            "layernorm": norm,
-            "rmsnorm": norm,
-            "adam": self.hw.calibration.adam_gbps,
-            "unfused_cross_entropy": mb.unfused_cross_entropy_gbps,
-            "native_cross_entropy": mb.native_cross_entropy_gbps,
-            "te_cross_entropy": mb.te_cross_entropy_gbps,
-        }.get(kind, 0.0)
+        measured = self._measured_gbps(kind, backward)
         rate = (
             measured * GB
             if measured
-            else self.hw.gpu.hbm_gbps * GB * step_value(mb.efficiency_by_bytes, nbytes)
+            else self.hw.gpu.hbm_gbps
+            * GB
+            * step_value(self.hw.memory_bound.efficiency_by_bytes, nbytes)
         )
         return Timed(max(nbytes / rate, self.launch_s), "bandwidth")
+
+    def _measured_gbps(self, kind: str, backward: bool) -> float:
+        """The hardware file's measured rate for a memory-bound kind, GB/s; 0 if none. RMSNorm
+        runs the same one-read, one-write fused kernel shape as layer-norm (Apex / TE fused
+        norms); with no measurement of its own it takes the measured layer-norm rate. A
+        `cross_entropy.NAME` kind is the loss implementation NAME (simsp/layer/loss.py)."""
+        mb = self.hw.memory_bound
+        if kind in ("layernorm", "rmsnorm"):
+            return mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
+        if kind == "adam":
+            return self.hw.calibration.adam_gbps
+        if kind.startswith(CROSS_ENTROPY_KIND):
+            return mb.cross_entropy_gbps(kind[len(CROSS_ENTROPY_KIND) :])
+        return 0.0

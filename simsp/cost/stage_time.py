@@ -3,7 +3,7 @@ gradient synchronisation and the optimizer step, in seconds on one rank.
 """
 
 from simsp.cost import CostModel
-from simsp.cost.compute import FORWARD, gemm_grad_shapes
+from simsp.cost.compute import CROSS_ENTROPY_KIND, FORWARD, gemm_grad_shapes
 from simsp.gradient_sync import chunk_gradients
 from simsp.layer import Gemm
 from simsp.layer.loss import CROSS_ENTROPY
@@ -111,20 +111,18 @@ def cross_entropy_s(
     w: Workload, cost: CostModel, place: Placement, logits: float
 ) -> tuple[float, float]:
     """(forward, backward) of the cross-entropy over a rank's `logits`: its kernels' bytes at
-    the hardware's measured rate for that implementation (memory_bound.*_cross_entropy_gbps)
+    the hardware's measured rate for that implementation (MemoryBoundSpec.cross_entropy_gbps)
     or the element-wise curve, and forward's all-reduces and all-gather of per-token fp32."""
     ce = CROSS_ENTROPY[w.training.cross_entropy]
-    sb = w.model.seq_len // w.parallel.cp * w.training.micro_batch
-    kind = f"{ce.name}_cross_entropy"
+    token_floats = BYTES_FP32 * w.model.seq_len // w.parallel.cp * w.training.micro_batch
+    kind = CROSS_ENTROPY_KIND + ce.name
     fwd = cost.compute.memory_bound(ce.forward_bytes * logits, kind).seconds
     fwd += sum(
-        _tp_collective(w, cost, place, "all_reduce", n * BYTES_FP32 * sb)
-        for n in ce.all_reduce_floats
+        _tp_collective(w, cost, place, "all_reduce", n * token_floats) for n in ce.all_reduce_floats
     )
-    if ce.all_gather_floats and w.parallel.tp > 1:
-        gathered = ce.all_gather_floats * BYTES_FP32 * sb * w.parallel.tp
-        fwd += _tp_collective(w, cost, place, "all_gather", gathered)
-    bwd = cost.compute.memory_bound(ce.backward_bytes * logits, kind, backward=True).seconds
+    gathered = ce.all_gather_floats * token_floats * w.parallel.tp
+    fwd += _tp_collective(w, cost, place, "all_gather", gathered)
+    bwd = cost.compute.memory_bound(ce.backward_bytes * logits, kind).seconds
     return fwd, bwd
 
 

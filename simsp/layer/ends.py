@@ -4,7 +4,7 @@ of a layer, and the first stage's embedding and the last stage's output layer.""
 from simsp.layer.loss import CROSS_ENTROPY
 from simsp.layer.ops import Saved, Weight
 from simsp.model import ModelSpec
-from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
+from simsp.units import BYTES_16BIT, BYTES_MASK
 
 
 def layer_input(model: ModelSpec, micro_batch: int, cp: int = 1) -> Saved:
@@ -23,7 +23,7 @@ def embedding_saves(model: ModelSpec, micro_batch: int, cp: int = 1) -> tuple[Sa
 
 
 def output_saves(
-    model: ModelSpec, tp: int, micro_batch: int, cp: int = 1, cross_entropy: str = "unfused"
+    model: ModelSpec, tp: int, micro_batch: int, cp: int, cross_entropy: str
 ) -> tuple[Saved, ...]:
     """Last stage, per microbatch: final norm input 2sbh, projection input 2sbh, and what the
     cross-entropy keeps of the logits: Megatron's fp32 softmax, 4sbv (§4.3), or Transformer
@@ -31,11 +31,10 @@ def output_saves(
     context-parallel rank holds."""
     sb = model.seq_len // cp * micro_batch
     ce = CROSS_ENTROPY[cross_entropy]
-    kept = "fp32 logits" if ce.saved_bytes == BYTES_FP32 else "logits gradient"
     return (
         Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
         Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),
-        Saved(kept, ce.saved_bytes * sb * model.padded_vocab(tp), "tp"),
+        Saved(ce.saved, ce.saved_bytes * sb * model.padded_vocab(tp), "tp"),
     )
 
 

@@ -18,6 +18,8 @@ class CrossEntropy:
     """HBM bytes its backward kernels move per logit."""
     saved_bytes: float
     """Bytes per logit it keeps from forward for backward."""
+    saved: str
+    """What those bytes are, as the memory table names them."""
     all_reduce_floats: tuple[int, ...]
     """Its forward's all-reduces over the TP group, each as the fp32 values a token it sums."""
     all_gather_floats: int
@@ -33,13 +35,14 @@ UNFUSED = CrossEntropy(
     # (4 + 2); the one-hot target is subtracted at one indexed logit a token
     backward_bytes=14.0,
     saved_bytes=BYTES_FP32,
+    saved="fp32 softmax",
     all_reduce_floats=(1, 1, 1),
     all_gather_floats=0,
 )
-"""Megatron's _VocabParallelCrossEntropy, one torch op a step (Megatron-LM
-core_r0.14.0 tensor_parallel/cross_entropy.py; the paper's Megatron mpu/cross_entropy.py runs
-the same steps): all-reduces of the max, the target's logit and the sum of exponentials; the
-fp32 softmax is saved."""
+"""Megatron's _VocabParallelCrossEntropy, one torch op a step (Megatron-LM core_v0.14.0
+tensor_parallel/cross_entropy.py): all-reduces of the max, the target's logit and the sum of
+exponentials (lines 130, 148, 154; the paper's Megatron all-reduces the same three,
+megatron/mpu/cross_entropy.py); the fp32 softmax is saved."""
 
 NATIVE = CrossEntropy(
     "native",
@@ -51,13 +54,15 @@ NATIVE = CrossEntropy(
     # written out as bf16 (4 + 4 + 2)
     backward_bytes=10.0,
     saved_bytes=BYTES_FP32,
+    saved="fp32 softmax",
     all_reduce_floats=(1, 2),
     all_gather_floats=0,
 )
 """Megatron's fused_vocab_parallel_cross_entropy (--cross-entropy-loss-fusion with
---cross-entropy-fusion-impl native, Megatron-LM core_r0.12.0 fusions/fused_cross_entropy.py):
-the same steps as UNFUSED, each @jit_fuser function one kernel; the target's logit and the sum
-travel in one all-reduce of two values a token; the fp32 softmax is saved."""
+--cross-entropy-fusion-impl native, Megatron-LM core_v0.12.0 fusions/fused_cross_entropy.py):
+the same steps as UNFUSED, each @jit_fuser function (torch.compile) taken as one kernel, the
+fp32 copy written by the max's own kernel; the target's logit and the sum travel in one
+all-reduce of two values a token (the torch.cat, line 42); the fp32 softmax is saved."""
 
 TE = CrossEntropy(
     "te",
@@ -67,6 +72,7 @@ TE = CrossEntropy(
     # element_mul_kernel scales that gradient by the loss gradient in place (2 + 2)
     backward_bytes=4.0,
     saved_bytes=BYTES_16BIT,
+    saved="logits gradient (bf16)",
     all_reduce_floats=(),
     all_gather_floats=3,
 )

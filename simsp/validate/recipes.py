@@ -109,7 +109,7 @@ RECIPES = {
         cudnn_kernel=_CUDNN_2025,
         # nemo/collections/llm/gpt/model/base.py (v2.2.0) line 184: GPTConfig
         # cross_entropy_loss_fusion = True; its Megatron-Core 0.11 has only the native fusion
-        # (language_module.py core_r0.11.0 line 79: fused_vocab_parallel_cross_entropy)
+        # (language_module.py core_v0.11.0 line 79: fused_vocab_parallel_cross_entropy)
         cross_entropy="native",
     ),
     "NeMo 25.04": Recipe(
@@ -121,10 +121,10 @@ RECIPES = {
         # recipes/precision/mixed_precision.py (v2.3.0) bf16_with_fp8_mixed line 70
         fp8_param_gather=True,
         cudnn_kernel=_CUDNN_2025,
-        # gpt/model/base.py (v2.3.0) line 290: cross_entropy_loss_fusion = True; only the
-        # DeepSeek and Llama 4 scripts set cross_entropy_fusion_impl te, so Megatron-Core
-        # 0.12's default 'native' (model_parallel_config.py core_r0.12.0 line 220)
-        cross_entropy="native",
+        # gpt/model/base.py (v2.3.0) line 290: cross_entropy_loss_fusion = True, and
+        # scripts/performance/utils.py set_primary_perf_configs line 291 sets
+        # cross_entropy_fusion_impl "te" for every model
+        cross_entropy="te",
     ),
     "Megatron-Bridge 25.09": Recipe(
         f"{_MB} @ v0.1.0rc3: perf yaml mixed_precision.grad_reduce_in_fp32 false, recipes' "
