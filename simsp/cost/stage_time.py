@@ -114,7 +114,7 @@ def cross_entropy_s(
     the hardware's measured rate for that implementation (MemoryBoundSpec.cross_entropy_gbps)
     or the element-wise curve, and forward's all-reduces and all-gather of per-token fp32."""
     ce = CROSS_ENTROPY[w.training.cross_entropy]
-    token_floats = BYTES_FP32 * w.model.seq_len // w.parallel.cp * w.training.micro_batch
+    token_floats = BYTES_FP32 * (w.model.seq_len // w.parallel.cp * w.training.micro_batch)
     kind = CROSS_ENTROPY_KIND + ce.name
     fwd = cost.compute.memory_bound(ce.forward_bytes * logits, kind).seconds
     fwd += sum(
