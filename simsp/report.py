@@ -256,7 +256,15 @@ class Result:
             "breakdown": br,
             "gemm_sources": gemm_sources(lt),
             "gemm_time_sources": gemm_time_sources(lt),
+            "accuracy": _dict_or_none(self.accuracy()),
         }
+
+    def accuracy(self):
+        """simsp's measured accuracy on runs of this GPU family and precision
+        (validate/accuracy.py), None where it has none."""
+        from simsp.validate.accuracy import accuracy_of
+
+        return accuracy_of(self.hardware.gpu.name, self.workload.training.precision)
 
 
 GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")
@@ -295,8 +303,15 @@ def run(w: Workload, hw: HardwareSpec, progress=None) -> Result:
     return Result(w, hw, plan, simulate(plan, progress, expected), memory_report(w, hw))
 
 
+def _dict_or_none(x) -> dict | None:
+    return x.to_dict() if x is not None else None
+
+
 def run_summary(r: Result) -> str:
-    """Readable summary of a run."""
+    """Readable summary of a run, ending with how exact simsp has been on measured runs of its
+    GPU and precision."""
+    from simsp.validate.accuracy import accuracy_line
+
     d = r.to_dict()
     br = d["breakdown"]
     layer_comm = "TP/CP" if r.workload.parallel.cp > 1 else "TP"  # the ring's wait is a layer's
@@ -314,6 +329,7 @@ def run_summary(r: Result) -> str:
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
+        accuracy_line(r.accuracy(), r.hardware.gpu.name, r.workload.training.precision),
     ]
     return "\n".join(lines)
 

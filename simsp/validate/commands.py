@@ -10,8 +10,9 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.knobs import KNOBS, values_of
-from simsp.textfile import write_text
+from simsp.textfile import check_output, write_text
 from simsp.units import GIB
+from simsp.validate.accuracy import ACCURACY_FILE, MEASURED_SETS, accuracy_json
 from simsp.validate.cases import GAP_REPORTED, SETS
 from simsp.validate.fp8_pairs import PAIRS_SET
 from simsp.validate.metrics import BY_FIELDS, grouped, of_set, worst
@@ -303,7 +304,13 @@ def json_summary(v: Validation, by: str | None = None) -> dict:
 def cmd_validate(args) -> None:
     """`simsp validate`: every set's errors, optionally the per-case CSV and the scatter page."""
     sets = tuple(args.set) if args.set else SETS
+    if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
+        check_output(args.accuracy, (".json",))
+        sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS)
     v = run_validation(sets, workers=args.workers)
+    if args.accuracy:
+        write_text(args.accuracy, accuracy_json(v.results))
+        print(f"wrote {args.accuracy}", file=sys.stderr)
     if args.out:
         written = write_outputs(v, args.out)
         if not args.json:
@@ -332,6 +339,12 @@ def register(sub) -> argparse.ArgumentParser:
         choices=BY_FIELDS,
         metavar="SETTING",
         help=f"also each set's errors grouped by one setting ({', '.join(BY_FIELDS)})",
+    )
+    p.add_argument(
+        "--accuracy",
+        metavar="FILE",
+        help="also write simsp's errors on the measured sets by GPU and precision to FILE.json "
+        f"(`simsp run` reads {ACCURACY_FILE.relative_to(ACCURACY_FILE.parents[3])})",
     )
     p.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
     p.set_defaults(func=cmd_validate)
