@@ -580,9 +580,12 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
         == yaml.safe_load((folder / "adam.yaml").read_text())["adam_gbps"]
         > 0
     )
+    memory = yaml.safe_load((folder / "memory.yaml").read_text())
+    assert hw.memory_bound.unfused_cross_entropy_gbps == memory["unfused_cross_entropy_gbps"] > 0
+    assert hw.memory_bound.efficiency_by_bytes[0][0] == 0.0
     readme = (folder / "README.md").read_text()
     assert (
-        readme.count("simsp profile ") == 3
+        readme.count("simsp profile ") == 4
         and "simsp calibrate " in readme
         and "No collective logs" in readme
     )
@@ -596,6 +599,7 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
         "hardware/calibration/t/gemm.csv",
         "hardware/calibration/t/host.yaml",
         "hardware/calibration/t/adam.yaml",
+        "hardware/calibration/t/memory.yaml",
     } <= names
 
 

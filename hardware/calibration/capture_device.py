@@ -13,6 +13,8 @@ It writes, with slug = device name + date (e.g. `nvidia-h200-2026-11-29`):
                                             --no-grid and no flash run, none (the base file's kept)
     hardware/calibration/<slug>/host.yaml   the host (framework) floor of one layer
     hardware/calibration/<slug>/adam.yaml   the fused Adam update's memory rate
+    hardware/calibration/<slug>/memory.yaml the element-wise curve (a bf16 add by size) and
+                                            Megatron's unfused cross-entropy rate
     hardware/calibration/<slug>/nvlink/     nccl-tests-layout logs, when the node has >= 2 GPUs
     hardware/calibration/<slug>/README.md   the commands, the device, the versions, the effect
     hardware/<slug>.yaml                    --base with its calibration pointing at the above
@@ -116,13 +118,15 @@ def main(argv=None) -> None:
               "--out", arg(folder / "host.yaml"))
     run.simsp("profile", "optimizer", "--device", device, *(["--params", args.adam_params] if args.adam_params else []),
               "--out", arg(folder / "adam.yaml"))
+    run.simsp("profile", "memory", "--device", device, "--out", arg(folder / "memory.yaml"))
     logs = []
     if gpus >= 2:
         run.simsp("profile", "collectives", "--nproc", str(gpus), "--backend", "nccl", "--out", arg(folder / "nvlink"))
         logs = sorted(arg(p) for p in (folder / "nvlink").glob("*.log"))
     calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"),
                  *(["--attention", arg(folder / "attention.csv")] if attention else []), "--host", arg(folder / "host.yaml"),
-                 "--optimizer", arg(folder / "adam.yaml"), "--name", slug, "--out", arg(out)]
+                 "--optimizer", arg(folder / "adam.yaml"), "--memory", arg(folder / "memory.yaml"),
+                 "--name", slug, "--out", arg(out)]
     # the before/after prediction runs the simulation, which needs simpy: a bare GPU image may lack it
     simulate = _importable("simpy")
     calibrate += ["--workload", "workloads/gpt3-175b.yaml"] if simulate else []

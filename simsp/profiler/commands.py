@@ -1,4 +1,4 @@
-"""`simsp profile gemm | attention | collectives | host | optimizer` and `simsp calibrate`:
+"""`simsp profile gemm | attention | collectives | host | optimizer | memory` and `simsp calibrate`:
 `register(sub)` adds them to the CLI.
 
 Importing this module needs no torch; the profile commands ask for it when they run and, without
@@ -15,8 +15,8 @@ from simsp.calibration import read_nccl_log
 from simsp.errors import InputError
 
 PROFILE_HELP = (
-    "measure GEMMs, fused attention, collectives, the host floor or the Adam update with torch "
-    "-> calibration files"
+    "measure GEMMs, fused attention, collectives, the host floor, the Adam update or the "
+    "element-wise memory rates with torch -> calibration files"
 )
 GEMM_HELP = "time every GEMM shape the cost model needs for a workload -> GemmTable CSV"
 ATTENTION_HELP = (
@@ -28,6 +28,10 @@ HOST_HELP = (
 )
 OPTIMIZER_HELP = (
     "time a fused Adam update over a rank's parameters -> hardware YAML calibration line"
+)
+MEMORY_HELP = (
+    "time a bf16 add by size and Megatron's unfused cross-entropy -> memory_bound lines for "
+    "`simsp calibrate --memory`"
 )
 COLLECTIVES_HELP = (
     "time all_reduce, all_gather, reduce_scatter, send/recv over N processes -> nccl-tests logs"
@@ -44,7 +48,7 @@ def register(sub) -> None:
         dest="profile_command",
         required=True,
         parser_class=type(prof),
-        metavar="{gemm,attention,collectives,host,optimizer}",
+        metavar="{gemm,attention,collectives,host,optimizer,memory}",
     )
 
     g = what.add_parser("gemm", help=GEMM_HELP, description=GEMM_HELP)
@@ -141,6 +145,27 @@ def register(sub) -> None:
     )
     a.set_defaults(func=cmd_profile_optimizer, _parser=a)
 
+    m = what.add_parser("memory", help=MEMORY_HELP, description=MEMORY_HELP)
+    m.add_argument("--device", help="cuda, cuda:N or cpu (default cuda when available)")
+    m.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        metavar="BYTES",
+        help="bytes the add moves a call (default 64 KiB to 1 GiB, 4x apart; to 4 MiB on a CPU)",
+    )
+    m.add_argument("--tokens", type=int, help="tokens of the loss (default 4096; 64 on a CPU)")
+    m.add_argument(
+        "--vocab", type=int, help="vocabulary shard of the loss (default 32064; 4096 on a CPU)"
+    )
+    m.add_argument(
+        "--repeats", type=int, help="calls per timing round (default 20 on a GPU, 3 on the CPU)"
+    )
+    m.add_argument(
+        "--out", help="also write the lines to this YAML file (for `simsp calibrate --memory`)"
+    )
+    m.set_defaults(func=cmd_profile_memory, _parser=m)
+
     k = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
     k.add_argument(
         "--hardware",
@@ -184,6 +209,11 @@ def register(sub) -> None:
         "--optimizer",
         metavar="YAML",
         help="fused Adam rate written by `simsp profile optimizer --out`",
+    )
+    k.add_argument(
+        "--memory",
+        metavar="YAML",
+        help="element-wise rates written by `simsp profile memory --out` -> memory_bound",
     )
     k.add_argument(
         "--append",
@@ -424,6 +454,15 @@ def cmd_profile_optimizer(args) -> None:
     )
 
 
+def cmd_profile_memory(args) -> None:
+    """`simsp profile memory`: the element-wise curve and the unfused loss's rate, printed as the
+    lines `simsp calibrate --memory` reads."""
+    from simsp.profiler.memory_bound import measure
+
+    rates = measure(args.device, args.sizes, args.tokens, args.vocab, args.repeats)
+    _emit(rates.yaml_lines(command_line(args)), args.out)
+
+
 def _emit(lines: list[str], out: str | None) -> None:
     """Print calibration lines; with `out`, also write them there for `simsp calibrate`."""
     text = "\n".join(lines) + "\n"
@@ -440,7 +479,7 @@ def cmd_calibrate(args) -> None:
     """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction
     before/after."""
     from simsp.config import load_hardware, load_workload
-    from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
+    from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare, memory_request
 
     if args.runs:
         from simsp.profiler.calibrate_runs import calibrate_runs
@@ -465,6 +504,7 @@ def cmd_calibrate(args) -> None:
         args.host,
         args.optimizer,
         attention=args.attention,
+        **memory_request(args.memory, args.hardware),
     )
     w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing
     cal = calibrate(req)

@@ -1,0 +1,143 @@
+"""Element-wise kernels' memory rates on this device: the streaming curve by size and the loss.
+
+The cost model times a memory-bound kernel (norms, activations, residual adds, FP8 casts) at its
+bytes over the achieved fraction of HBM for its size (`memory_bound.efficiency_by_bytes`), and
+the cross-entropy at the measured rate of its implementation where one is known. Shipped files
+borrow that curve from another GPU's BabelStream run and Calculon's size steps; this measures
+both on the device itself.
+
+* the curve: a bf16 `a + b -> c` (BabelStream's Add: two reads and a write, 6 bytes an element)
+  at each size, its bytes over its time;
+* the loss: Megatron's unfused vocabulary-parallel cross-entropy at tp 1 (its all-reduces are
+  then identities), one torch op a step as Megatron-LM core_v0.14.0
+  tensor_parallel/cross_entropy.py runs them, forward and backward, at the bytes
+  simsp/layer/loss.py counts for it (UNFUSED: 38 + 14 a logit), launches included as the
+  model's rate includes them. Transformer Engine's Triton kernel needs TE on a GPU and is not
+  timed here.
+"""
+
+from dataclasses import dataclass
+
+from simsp.errors import InputError
+from simsp.layer.loss import UNFUSED
+from simsp.profiler._torch import (
+    device_name,
+    fastest_s,
+    require_torch,
+    resolve_device,
+    today,
+    versions,
+)
+
+STREAM_BYTES = 6
+"""Bytes `a + b -> c` moves an element in bf16: two reads and one write of 2 bytes."""
+DEFAULTS = {
+    "cuda": {"sizes": tuple(4**e for e in range(8, 16)), "tokens": 4096, "vocab": 32064},
+    "cpu": {"sizes": tuple(4**e for e in range(8, 12)), "tokens": 64, "vocab": 4096},
+}
+"""Bytes moved a call: 64 KiB to 1 GiB on a GPU (4x apart), to 4 MiB on a CPU; the loss over a
+Llama-3 vocabulary shard at tp 4 (128256 / 4, 4096 tokens) on a GPU, a small one on a CPU."""
+REPEATS = {"cuda": 20, "cpu": 3}
+
+
+@dataclass(frozen=True)
+class MemoryRates:
+    """One device's element-wise rates."""
+
+    stream_gbps: tuple[tuple[int, float], ...]
+    """(bytes moved a call, GB/s) of the bf16 add, ascending."""
+    cross_entropy_gbps: float
+    """Megatron's unfused cross-entropy, loss.py's bytes over forward + backward, GB/s."""
+    cross_entropy_ms: float
+    tokens: int
+    vocab: int
+    device: str
+    versions: str
+    date: str
+
+    def yaml_lines(self, command: str) -> list[str]:
+        """The lines `simsp calibrate --memory` reads, provenance first."""
+        per_logit = UNFUSED.forward_bytes + UNFUSED.backward_bytes
+        lines = [
+            f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}",
+            f"# stream_gbps: bf16 a + b -> c ({STREAM_BYTES} bytes an element), GB/s by bytes "
+            "moved a call (fastest round of the mean)",
+            "stream_gbps:",
+            *(f"  {size}: {gbps:.1f}" for size, gbps in self.stream_gbps),
+            f"# Megatron's unfused cross-entropy (core_v0.14.0 op sequence, tp 1), {self.tokens} "
+            f"tokens x {self.vocab} vocabulary: forward + backward {self.cross_entropy_ms:.3f} ms "
+            f"at simsp/layer/loss.py's {per_logit:.0f} bytes a logit",
+            f"unfused_cross_entropy_gbps: {self.cross_entropy_gbps:.1f}",
+        ]
+        if self.device.startswith("CPU"):
+            lines.insert(1, "# (on the CPU: the CPU's memory rates, not a GPU's)")
+        return lines
+
+
+def unfused_cross_entropy(torch, logits, target):
+    """Megatron's _VocabParallelCrossEntropy forward then backward at tp 1, one op a step, on
+    bf16 logits [tokens, vocab]; returns the loss and the bf16 logits' gradient."""
+    x = logits.float()  # the fp32 copy the loss works on
+    x.sub_(x.max(dim=-1)[0].unsqueeze(-1))
+    rows = torch.arange(x.shape[0], device=x.device)
+    predicted = x[rows, target]
+    torch.exp(x, out=x)
+    total = x.sum(dim=-1)
+    loss = torch.log(total) - predicted
+    x.div_(total.unsqueeze(-1))  # the softmax, kept for backward
+    # backward: softmax - one-hot, times the loss gradient (mean over tokens), to bf16
+    x[rows, target] -= 1.0
+    x.mul_(1.0 / x.shape[0])
+    return loss, x.to(logits.dtype)
+
+
+def measure(
+    device: str | None = None,
+    sizes: tuple[int, ...] | None = None,
+    tokens: int | None = None,
+    vocab: int | None = None,
+    repeats: int | None = None,
+) -> MemoryRates:
+    """Time the bf16 add at each size and the unfused loss on `device` (default: the first GPU
+    where there is one)."""
+    torch = require_torch()
+    device = resolve_device(torch, device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    d = DEFAULTS[kind]
+    sizes = d["sizes"] if sizes is None else tuple(sorted(set(sizes)))
+    tokens = d["tokens"] if tokens is None else tokens
+    vocab = d["vocab"] if vocab is None else vocab
+    repeats = REPEATS[kind] if repeats is None else repeats
+    for name, value in (("tokens", tokens), ("vocab", vocab), ("repeats", repeats)):
+        if value < 1:
+            raise InputError(f"--{name}", name, value, "must be at least 1")
+    if not sizes or sizes[0] < STREAM_BYTES:
+        raise InputError("--sizes", "sizes", sizes, f"must each be at least {STREAM_BYTES} bytes")
+    torch.manual_seed(0)
+    stream = tuple((size, _add_gbps(torch, device, size, repeats)) for size in sizes)
+    logits = torch.randn(tokens, vocab, device=device, dtype=torch.bfloat16)
+    target = torch.randint(0, vocab, (tokens,), device=device)
+    seconds = fastest_s(
+        torch, device, lambda: unfused_cross_entropy(torch, logits, target), repeats, warmup=2
+    )
+    per_logit = UNFUSED.forward_bytes + UNFUSED.backward_bytes
+    return MemoryRates(
+        stream,
+        per_logit * tokens * vocab / seconds / 1e9,
+        seconds * 1e3,
+        tokens,
+        vocab,
+        device_name(torch, device),
+        versions(torch),
+        today(),
+    )
+
+
+def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> float:
+    """GB/s of a bf16 c = a + b moving about `nbytes`."""
+    n = max(1, nbytes // STREAM_BYTES)
+    a = torch.ones(n, dtype=torch.bfloat16, device=device)
+    b = torch.ones_like(a)
+    c = torch.empty_like(a)
+    seconds = fastest_s(torch, device, lambda: torch.add(a, b, out=c), repeats, warmup=2)
+    return STREAM_BYTES * n / seconds / 1e9

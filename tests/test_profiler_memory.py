@@ -1,0 +1,92 @@
+"""`simsp profile memory` and `simsp calibrate --memory`: the element-wise curve and Megatron's
+unfused cross-entropy measured on the device, into a hardware file's memory_bound section. The
+measuring tests run on the CPU (torch's CPU build)."""
+
+import pytest
+import yaml
+
+import simsp.cli
+from simsp.config import load_hardware
+from tests.test_profiler import BASE_HW, _parser
+
+SMALL = ["--device", "cpu", "--sizes", "6144", "98304", "--tokens", "8", "--vocab", "64"]
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    monkeypatch.setattr(simsp.cli, "parser", _parser)
+    return simsp.cli.main
+
+
+def test_the_unfused_loss_is_a_cross_entropy_and_its_gradient():
+    """Megatron's op sequence gives torch's per-token loss and the gradient of their mean."""
+    torch = pytest.importorskip("torch")
+    from simsp.profiler.memory_bound import unfused_cross_entropy
+
+    torch.manual_seed(1)
+    logits = torch.randn(16, 50, dtype=torch.bfloat16)
+    target = torch.randint(0, 50, (16,))
+    loss, grad = unfused_cross_entropy(torch, logits, target)
+    want = torch.nn.functional.cross_entropy(logits.float(), target, reduction="none")
+    assert torch.allclose(loss, want, atol=1e-5)
+    x = logits.float().requires_grad_()
+    torch.nn.functional.cross_entropy(x, target).backward()
+    assert grad.dtype == torch.bfloat16
+    assert torch.allclose(grad.float(), x.grad, atol=1e-3)
+
+
+def test_memory_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
+    pytest.importorskip("torch")
+    mem, out = tmp_path / "memory.yaml", tmp_path / "new.yaml"
+    assert cli(["profile", "memory", *SMALL, "--repeats", "2", "--out", str(mem)]) == 0
+    text = mem.read_text()
+    assert capsys.readouterr().out == text
+    assert "not a GPU's" in text and "8 tokens x 64 vocabulary" in text
+    values = yaml.safe_load(text)
+    assert sorted(values["stream_gbps"]) == [6144, 98304]
+    argv = ["calibrate", "--hardware", str(BASE_HW), "--memory", str(mem), "--out", str(out)]
+    assert cli(argv) == 0
+    base, hw = load_hardware(BASE_HW), load_hardware(out)
+    hbm = base.gpu.hbm_gbps
+    want = tuple(
+        (0.0 if i == 0 else float(size), round(min(1.0, values["stream_gbps"][size] / hbm), 6))
+        for i, size in enumerate(sorted(values["stream_gbps"]))
+    )
+    assert hw.memory_bound.efficiency_by_bytes == want
+    assert hw.memory_bound.unfused_cross_entropy_gbps == values["unfused_cross_entropy_gbps"]
+    assert hw.memory_bound.layernorm_fwd_gbps == base.memory_bound.layernorm_fwd_gbps  # kept
+    new_text = out.read_text()
+    assert "measured by `simsp profile memory" in new_text.split("memory_bound:")[1]
+
+
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ("stream_gbps: {1024: -3}\n", "stream_gbps"),
+        ("stream_gbps: fast\n", "stream_gbps"),
+        ("unfused_cross_entropy_gbps: 0\n", "unfused_cross_entropy_gbps"),
+        ("te_cross_entropy_gbps: 3\n", "te_cross_entropy_gbps"),
+        ("- 1\n", "file"),
+        # a rate past the A100's 2039 GB/s HBM is no measurement (hardware_rules)
+        ("unfused_cross_entropy_gbps: 5000\n", "unfused_cross_entropy_gbps"),
+    ],
+)
+def test_calibrate_refuses_a_bad_memory_file_and_writes_nothing(tmp_path, cli, capsys, body, key):
+    mem, out = tmp_path / "memory.yaml", tmp_path / "new.yaml"
+    mem.write_text(body)
+    argv = ["calibrate", "--hardware", str(BASE_HW), "--memory", str(mem), "--out", str(out)]
+    assert cli(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--tokens", "0"), ("--vocab", "0"), ("--repeats", "0"), ("--sizes", "2")]
+)
+def test_memory_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
+    pytest.importorskip("torch")
+    argv = ["profile", "memory", "--device", "cpu", *([flag, value])]
+    assert cli(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0]
