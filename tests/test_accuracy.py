@@ -184,3 +184,18 @@ def test_the_closed_form_answer_reports_it_too():
     d = json.loads(out.stdout)
     assert d["tier"] == "analytic"
     assert d["accuracy"] == read_accuracy()[("A100", "bf16")].to_dict()
+
+
+def test_compare_says_it_once_a_gpu():
+    from simsp.sweep.compare import accuracy_lines
+
+    w = load_workload(project_path("workloads/llama-3.1-8b.yaml"))
+    runs = [
+        run(w, load_hardware(project_path(f"hardware/{name}.yaml")))
+        for name in ("dgx-a100-80gb", "dgx-a100-40gb", "hgx-h200")
+    ]
+    precision = w.training.precision
+    assert accuracy_lines(runs) == [
+        read_accuracy()[("A100", precision)].line(),
+        f"not validated: simsp has no measured {precision} run on H200",
+    ]

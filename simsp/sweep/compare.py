@@ -79,3 +79,17 @@ def cmd_compare(args) -> None:
     else:
         print(f"{w.name}: {describe(w, machines[0][0]).split(': ', 1)[1]}")
         print(compare_table(results, bases if len(variants) > 1 else None))
+        print("\n".join(accuracy_lines(results)))
+
+
+def accuracy_lines(results) -> list[str]:
+    """How exact simsp has been on each compared GPU and precision, a line each (the same GPU
+    once): a difference between machines smaller than their biases' difference is not one."""
+    from simsp.validate.accuracy import accuracy_line
+
+    lines: list[str] = []
+    for r in results:
+        line = accuracy_line(r.accuracy(), r.hardware.gpu.name, r.workload.training.precision)
+        if line not in lines:
+            lines.append(line)
+    return lines
