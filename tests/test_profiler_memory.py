@@ -90,3 +90,13 @@ def test_memory_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
     assert cli(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0]
+
+
+def test_slow_rates_keep_their_digits():
+    """A contended CPU can time an add at 0.04 GB/s: written as 0.0 it would be refused."""
+    from simsp.profiler.memory_bound import MemoryRates
+
+    rates = MemoryRates(((65536, 19.93), (262144, 0.0412)), 0.0123, 1.5, 8, 64, "CPU x", "v", "d")
+    values = yaml.safe_load("\n".join(rates.yaml_lines("simsp profile memory")))
+    assert values["stream_gbps"] == {65536: 19.93, 262144: 0.0412}
+    assert values["unfused_cross_entropy_gbps"] == 0.0123

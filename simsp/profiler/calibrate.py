@@ -235,53 +235,6 @@ def read_measured(path: str, kind: Measured) -> dict[str, float]:
     return {key: float(value) for key, value in values.items()}
 
 
-MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
-"""What `simsp profile memory --out` writes."""
-
-
-def memory_request(path: str | None, base: str) -> dict:
-    """Request fields for a `simsp profile memory --out` file: its bf16 add rates as the base
-    GPU's `memory_bound.efficiency_by_bytes` (GB/s over gpu.hbm_gbps, at most 1, the smallest
-    size's step from 0 bytes), its loss rate as `unfused_cross_entropy_gbps`, and its provenance
-    lines as the new file's notes. Empty without a file."""
-    if not path:
-        return {}
-    values = read_yaml(path)
-    if not isinstance(values, dict) or not values:
-        raise InputError(path, "file", type(values).__name__, f"must map {', '.join(MEMORY_KEYS)}")
-    for key in values:
-        if key not in MEMORY_KEYS:
-            raise InputError(path, key, values[key], f"unknown key; it holds {MEMORY_KEYS}")
-    out = []
-    stream = values.get("stream_gbps")
-    if stream is not None:
-        if (
-            not isinstance(stream, dict)
-            or not stream
-            or not all(_positive(b) and _positive(g) for b, g in stream.items())
-        ):
-            raise InputError(path, "stream_gbps", stream, "must map bytes to positive GB/s")
-        hbm = load_hardware(base).gpu.hbm_gbps
-        sizes = sorted(stream)
-        steps = {
-            0.0 if i == 0 else float(b): round(min(1.0, stream[b] / hbm), 6)
-            for i, b in enumerate(sizes)
-        }
-        out.append(("efficiency_by_bytes", steps))
-    if "unfused_cross_entropy_gbps" in values:
-        ce = values["unfused_cross_entropy_gbps"]
-        if not _positive(ce):
-            raise InputError(path, "unfused_cross_entropy_gbps", ce, "must be positive GB/s")
-        out.append(("unfused_cross_entropy_gbps", float(ce)))
-    notes = tuple(line.lstrip("#").strip() for line in measured_source(path))
-    return {"memory_bound": tuple(out), "notes": notes}
-
-
-def _positive(x) -> bool:
-    number = not isinstance(x, bool) and isinstance(x, (int, float))
-    return number and 0 < x < math.inf
-
-
 def measured_source(path: str) -> list[str]:
     """The provenance comments of a measured-lines file (the profiler writes them first)."""
     lines = [line.strip() for line in read_text(path).splitlines()]

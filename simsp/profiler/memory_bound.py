@@ -16,6 +16,7 @@ both on the device itself.
   timed here.
 """
 
+import math
 from dataclasses import dataclass
 
 from simsp.errors import InputError
@@ -63,11 +64,11 @@ class MemoryRates:
             f"# stream_gbps: bf16 a + b -> c ({STREAM_BYTES} bytes an element), GB/s by bytes "
             "moved a call (fastest round of the mean)",
             "stream_gbps:",
-            *(f"  {size}: {gbps:.1f}" for size, gbps in self.stream_gbps),
+            *(f"  {size}: {gbps:.5g}" for size, gbps in self.stream_gbps),
             f"# Megatron's unfused cross-entropy (core_v0.14.0 op sequence, tp 1), {self.tokens} "
             f"tokens x {self.vocab} vocabulary: forward + backward {self.cross_entropy_ms:.3f} ms "
             f"at simsp/layer/loss.py's {per_logit:.0f} bytes a logit",
-            f"unfused_cross_entropy_gbps: {self.cross_entropy_gbps:.1f}",
+            f"unfused_cross_entropy_gbps: {self.cross_entropy_gbps:.5g}",
         ]
         if self.device.startswith("CPU"):
             lines.insert(1, "# (on the CPU: the CPU's memory rates, not a GPU's)")
@@ -141,3 +142,53 @@ def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> float:
     c = torch.empty_like(a)
     seconds = fastest_s(torch, device, lambda: torch.add(a, b, out=c), repeats, warmup=2)
     return STREAM_BYTES * n / seconds / 1e9
+
+
+MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
+"""What `simsp profile memory --out` writes."""
+
+
+def memory_request(path: str | None, base: str) -> dict:
+    """Request fields for a `simsp profile memory --out` file: its bf16 add rates as the base
+    GPU's `memory_bound.efficiency_by_bytes` (GB/s over gpu.hbm_gbps, at most 1, the smallest
+    size's step from 0 bytes), its loss rate as `unfused_cross_entropy_gbps`, and its provenance
+    lines as the new file's notes. Empty without a file."""
+    if not path:
+        return {}
+    from simsp.config import load_hardware, read_yaml
+    from simsp.profiler.calibrate import measured_source
+
+    values = read_yaml(path)
+    if not isinstance(values, dict) or not values:
+        raise InputError(path, "file", type(values).__name__, f"must map {', '.join(MEMORY_KEYS)}")
+    for key in values:
+        if key not in MEMORY_KEYS:
+            raise InputError(path, key, values[key], f"unknown key; it holds {MEMORY_KEYS}")
+    out = []
+    stream = values.get("stream_gbps")
+    if stream is not None:
+        if (
+            not isinstance(stream, dict)
+            or not stream
+            or not all(_positive(b) and _positive(g) for b, g in stream.items())
+        ):
+            raise InputError(path, "stream_gbps", stream, "must map bytes to positive GB/s")
+        hbm = load_hardware(base).gpu.hbm_gbps
+        sizes = sorted(stream)
+        steps = {
+            0.0 if i == 0 else float(b): round(min(1.0, stream[b] / hbm), 6)
+            for i, b in enumerate(sizes)
+        }
+        out.append(("efficiency_by_bytes", steps))
+    if "unfused_cross_entropy_gbps" in values:
+        ce = values["unfused_cross_entropy_gbps"]
+        if not _positive(ce):
+            raise InputError(path, "unfused_cross_entropy_gbps", ce, "must be positive GB/s")
+        out.append(("unfused_cross_entropy_gbps", float(ce)))
+    notes = tuple(line.lstrip("#").strip() for line in measured_source(path))
+    return {"memory_bound": tuple(out), "notes": notes}
+
+
+def _positive(x) -> bool:
+    number = not isinstance(x, bool) and isinstance(x, (int, float))
+    return number and 0 < x < math.inf
