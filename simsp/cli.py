@@ -39,8 +39,8 @@ def _closed_form(w, hw, args) -> None:
     said to be one in its first line (and in the JSON's `tier` and `note`)."""
     from simsp.analytic import estimate
     from simsp.budget import over_limit_reason, work
-    from simsp.report import describe
-    from simsp.validate.accuracy import accuracy_line, accuracy_of
+    from simsp.report import accuracy_dict, describe
+    from simsp.validate.accuracy import accuracy_line
 
     if args.timeline or args.trace:
         raise InputError(
@@ -50,7 +50,6 @@ def _closed_form(w, hw, args) -> None:
             "a closed-form answer has no timeline or trace; raise --max-actions to simulate",
         )
     e, note = estimate(w, hw), over_limit_reason(work(w), args.max_actions)
-    found = accuracy_of(hw.gpu.name, w.training.precision)
     if args.json:
         print_json(
             {
@@ -69,7 +68,7 @@ def _closed_form(w, hw, args) -> None:
                     "fits": e.fits,
                     "peak_bytes": e.peak_bytes,
                 },
-                "accuracy": found.to_dict() if found else None,
+                "accuracy": accuracy_dict(hw, w.training.precision),
                 "configuration": configuration(w, hw, args),
             }
         )
@@ -78,8 +77,7 @@ def _closed_form(w, hw, args) -> None:
         f"{note}\n{describe(w, hw)}\niteration {e.iteration_time_s:.3f} s   MFU {e.mfu:.1%}   "
         f"HFU {e.hfu:.1%}   {e.tokens_per_s:,.0f} tokens/s\nmemory peak "
         f"{e.peak_bytes / 2**30:.2f} GiB of {e.capacity_bytes / 2**30:.0f} GiB: "
-        f"{'fits' if e.fits else 'DOES NOT FIT'}\n"
-        + accuracy_line(found, hw.gpu.name, w.training.precision)
+        f"{'fits' if e.fits else 'DOES NOT FIT'}\n" + accuracy_line(hw, w.training.precision)
     )
 
 

@@ -256,15 +256,8 @@ class Result:
             "breakdown": br,
             "gemm_sources": gemm_sources(lt),
             "gemm_time_sources": gemm_time_sources(lt),
-            "accuracy": _dict_or_none(self.accuracy()),
+            "accuracy": accuracy_dict(self.hardware, w.training.precision),
         }
-
-    def accuracy(self):
-        """simsp's measured accuracy on runs of this GPU family and precision
-        (validate/accuracy.py), None where it has none."""
-        from simsp.validate.accuracy import accuracy_of
-
-        return accuracy_of(self.hardware.gpu.name, self.workload.training.precision)
 
 
 GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")
@@ -303,8 +296,13 @@ def run(w: Workload, hw: HardwareSpec, progress=None) -> Result:
     return Result(w, hw, plan, simulate(plan, progress, expected), memory_report(w, hw))
 
 
-def _dict_or_none(x) -> dict | None:
-    return x.to_dict() if x is not None else None
+def accuracy_dict(hw: HardwareSpec, precision: str) -> dict | None:
+    """`accuracy` of run --json: simsp's measured accuracy with this hardware file (or its GPU
+    family) in this precision (validate/accuracy.py), None where it has none."""
+    from simsp.validate.accuracy import accuracy_of
+
+    found = accuracy_of(hw, precision)
+    return found.to_dict() if found is not None else None
 
 
 def run_summary(r: Result) -> str:
@@ -329,7 +327,7 @@ def run_summary(r: Result) -> str:
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
-        accuracy_line(r.accuracy(), r.hardware.gpu.name, r.workload.training.precision),
+        accuracy_line(r.hardware, r.workload.training.precision),
     ]
     return "\n".join(lines)
 

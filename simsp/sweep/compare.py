@@ -83,13 +83,13 @@ def cmd_compare(args) -> None:
 
 
 def accuracy_lines(results) -> list[str]:
-    """How exact simsp has been on each compared GPU and precision, a line each (the same GPU
-    once): a difference between machines smaller than their biases' difference is not one."""
+    """How exact simsp has been with each compared machine, a line each (the same line once): a
+    gap between machines is to be read beside each one's measured bias (on other workloads)."""
     from simsp.validate.accuracy import accuracy_line
 
     lines: list[str] = []
     for r in results:
-        line = accuracy_line(r.accuracy(), r.hardware.gpu.name, r.workload.training.precision)
+        line = accuracy_line(r.hardware, r.workload.training.precision)
         if line not in lines:
             lines.append(line)
     return lines

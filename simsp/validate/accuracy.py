@@ -1,40 +1,37 @@
 """How exact simsp has been on measured runs like the one it is asked about: the validation's
-errors grouped by GPU and precision, kept as a derived file that `simsp run` reads, so every
-answer says how far measured iterations of that kind have fallen from simsp's.
+errors grouped by hardware file and precision (and, for a file the validation never ran, by GPU
+family), kept as a derived file that `simsp run` and `simsp compare` read.
 
-Only whole measured iterations count: the paper's Table 5, vTrain's multi-node runs, the
-published runs (A100, H100, B200/GB200), NVIDIA's paired BF16/FP8 runs and SimuMax's measured B200
-runs. vTrain's single-node file (its own predictor's output, not measurement) and the paper's
-Table 4 (one layer's forward or backward, not an iteration) stay out. The figures describe the
-model as it stands; nothing is corrected by them (they are a report, never a calibration).
+Only measured whole iterations count: every set but the peers' (vTrain's single-node file is its
+own predictor's output), and of the paper's two tables only Table 5 (Table 4 times one layer).
+The runs are other workloads than the one asked about, so the figures say how the model has
+done, not an error bar of this run; nothing is corrected by them (a report, never a
+calibration).
 """
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.textfile import read_text
+from simsp.validate.cases import PEER_SETS, SETS
 
-MEASURED_SETS = (
-    "paper-table5",
-    "vtrain-multi",
-    "published-a100",
-    "published-h100",
-    "published-b200",
-    "fp8-pairs",
-    "simumax-b200",
-)
-"""The validation sets whose references are measured whole iterations."""
-FAMILIES = ("GB200", "B200", "H200", "H100", "A100")
-"""GPU families, tried in order on a GPU's name (GB200 before B200, which it contains)."""
+MEASURED_SETS = tuple(s for s in SETS if s not in PEER_SETS)
+"""The validation sets whose references are measurements (Table 4's layer times are left out
+case by case: their quantity is not an iteration)."""
+FAMILIES = ("GB200", "B200", "GH200", "H200", "H100", "A100")
+"""GPU families, tried in order on a GPU's name (GB200 before B200, GH200 before H200)."""
 ACCURACY_FILE = Path(__file__).parent / "data" / "accuracy.json"
 COMMAND = "python -m simsp validate --accuracy simsp/validate/data/accuracy.json"
 """The command that derives ACCURACY_FILE from this tree's model."""
 BAND = (0.1, 0.9)
-"""The quantiles of measured / simsp a group reports (p10, p90): the middle 80% of its runs."""
+"""The quantiles of measured / simsp a group reports: the middle 80% of its runs."""
+BAND_MIN_RUNS = 10
+"""Below this many runs a group reports its least and greatest measured / simsp instead."""
 
 
 def gpu_family(name: str) -> str:
@@ -54,108 +51,148 @@ def quantile(values: list[float], q: float) -> float:
 
 @dataclass(frozen=True)
 class Accuracy:
-    """simsp against the measured runs of one GPU family and precision."""
+    """simsp against the measured runs of one hardware file (or GPU family) and precision."""
 
-    gpu: str
+    scope: str
+    """The hardware file's stem ('dgx-h100') or, for a family group, the family ('H100')."""
     precision: str
     n: int
     mape: float
     bias: float
     """Mean of simsp / measured - 1: negative where simsp predicts faster than measured."""
-    max_abs_error: float
+    worst: float
+    """The signed error of largest magnitude."""
     low: float
-    """BAND[0] quantile of measured / simsp over the group's runs."""
+    """measured / simsp at BAND[0] (or the least, below BAND_MIN_RUNS runs)."""
     high: float
-    """BAND[1] quantile of measured / simsp."""
     sets: tuple[tuple[str, int], ...]
-    """(validation set, runs of this group in it)."""
+    """(validation set, runs of the group in it), in MEASURED_SETS order."""
+    files: tuple[str, ...] = ()
+    """A family group's hardware files."""
+
+    @property
+    def whole_range(self) -> bool:
+        return self.n < BAND_MIN_RUNS
 
     def to_dict(self) -> dict:
         return {
-            "gpu": self.gpu,
+            "scope": self.scope,
             "precision": self.precision,
             "n": self.n,
             "mape": self.mape,
             "bias": self.bias,
-            "max_abs_error": self.max_abs_error,
-            "measured_over_simsp": {"p10": self.low, "p90": self.high},
+            "worst": self.worst,
+            "measured_over_simsp": {
+                "low": self.low,
+                "high": self.high,
+                "of": "min-max" if self.whole_range else "p10-p90",
+            },
             "sets": dict(self.sets),
+            **({"files": list(self.files)} if self.files else {}),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> "Accuracy":
-        band = d["measured_over_simsp"]
-        sets = tuple((s, d["sets"][s]) for s in MEASURED_SETS if s in d["sets"])
+        band, sets = d["measured_over_simsp"], d["sets"]
+        unknown = set(sets) - set(MEASURED_SETS)
+        if unknown:
+            raise KeyError(f"sets {sorted(unknown)} are not measured sets")
         return cls(
-            d["gpu"],
+            d["scope"],
             d["precision"],
             d["n"],
             d["mape"],
             d["bias"],
-            d["max_abs_error"],
-            band["p10"],
-            band["p90"],
-            sets,
+            d["worst"],
+            band["low"],
+            band["high"],
+            tuple((s, sets[s]) for s in MEASURED_SETS if s in sets),
+            tuple(d.get("files", ())),
         )
 
     def line(self) -> str:
         """One readable line for `simsp run`."""
-        sets = ", ".join(name for name, _ in self.sets)
+        where = (
+            f"on {self.scope} GPUs ({', '.join(f'hardware/{f}.yaml' for f in self.files)})"
+            if self.files
+            else f"with hardware/{self.scope}.yaml"
+        )
+        sets = ", ".join(f"{k} {name}" for name, k in self.sets)
+        share = "all of them" if self.whole_range else "80% of them"
+        side = "fast" if self.bias < 0 else "slow"
         return (
-            f"measured {self.gpu} {self.precision} runs ({self.n}: {sets}): simsp's MAPE "
-            f"{self.mape:.1%}, bias {self.bias:+.1%}, worst {self.max_abs_error:.1%}; the middle "
-            f"80% took {self.low:.2f}-{self.high:.2f}x simsp's time"
+            f"validated on {self.n} measured {self.precision} runs of other workloads {where} "
+            f"({sets}): simsp {abs(self.bias):.1%} {side} on average, MAPE {self.mape:.1%}, "
+            f"worst {self.worst:+.1%}; {share} measured {self.low:.2f}-{self.high:.2f}x "
+            "simsp's time"
         )
 
 
-def _round(x: float) -> float:
-    return round(x, 6)
+def _group(scope: str, precision: str, rs: list, files: tuple[str, ...] = ()) -> Accuracy:
+    errors = [r.error for r in rs]
+    ratios = [1 / (1 + e) for e in errors]
+    whole = len(rs) < BAND_MIN_RUNS
+    low, high = (
+        (min(ratios), max(ratios))
+        if whole
+        else (quantile(ratios, BAND[0]), quantile(ratios, BAND[1]))
+    )
+    counts = Counter(r.case.set for r in rs)
+    return Accuracy(
+        scope,
+        precision,
+        len(rs),
+        round(sum(abs(e) for e in errors) / len(errors), 6),
+        round(sum(errors) / len(errors), 6),
+        round(max(errors, key=abs), 6),
+        round(low, 6),
+        round(high, 6),
+        tuple((s, counts[s]) for s in MEASURED_SETS if s in counts),
+        files,
+    )
 
 
-def accuracy_groups(results) -> list[Accuracy]:
-    """The validation results of MEASURED_SETS (whole iterations only) grouped by the GPU
-    family of each case's hardware file and the run's precision, in FAMILIES order."""
+def measured_iterations(results) -> list:
+    """The results that are measured whole iterations."""
+    return [r for r in results if r.case.set in MEASURED_SETS and r.case.quantity == "iteration"]
+
+
+def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
+    """(per hardware file, per GPU family) groups of the measured iterations, each by precision:
+    files by name, families in FAMILIES order (an unknown family, by its GPU's name, last)."""
     from simsp.validate.runner import _hardware
 
-    groups: dict = {}
-    for r in results:
-        if r.case.set not in MEASURED_SETS or r.case.quantity != "iteration":
-            continue
-        family = gpu_family(_hardware(r.case.hardware).gpu.name)
-        groups.setdefault((family, r.case.workload.training.precision), []).append(r)
-    out = []
+    by_file: dict = {}
+    for r in measured_iterations(results):
+        key = (Path(r.case.hardware).stem, r.case.workload.training.precision)
+        by_file.setdefault(key, []).append(r)
+    by_family: dict = {}
+    for (stem, precision), rs in by_file.items():
+        name = _hardware(rs[0].case.hardware).gpu.name
+        by_family.setdefault((gpu_family(name) or name, precision), {})[stem] = rs
     order = {f: i for i, f in enumerate(FAMILIES)}
-    for (family, precision), rs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
-        errors = [r.error for r in rs]
-        ratios = [1 / (1 + e) for e in errors]
-        counts: dict = {}
-        for r in rs:
-            counts[r.case.set] = counts.get(r.case.set, 0) + 1
-        out.append(
-            Accuracy(
-                family,
-                precision,
-                len(rs),
-                _round(sum(abs(e) for e in errors) / len(errors)),
-                _round(sum(errors) / len(errors)),
-                _round(max(abs(e) for e in errors)),
-                _round(quantile(ratios, BAND[0])),
-                _round(quantile(ratios, BAND[1])),
-                tuple((s, counts[s]) for s in MEASURED_SETS if s in counts),
-            )
+    files = [_group(stem, p, rs) for (stem, p), rs in sorted(by_file.items())]
+    families = [
+        _group(family, p, [r for rs in stems.values() for r in rs], tuple(sorted(stems)))
+        for (family, p), stems in sorted(
+            by_family.items(), key=lambda kv: (order.get(kv[0][0], len(order)), kv[0])
         )
-    return out
+    ]
+    return files, families
 
 
 def accuracy_document(results) -> dict:
     """ACCURACY_FILE's content for a finished validation of MEASURED_SETS."""
+    files, families = accuracy_groups(results)
     return {
         "derived_by": COMMAND,
         "what": (
-            "simsp's errors on measured whole iterations, by GPU family and precision; "
-            "measured_over_simsp holds the 10th and 90th percentiles of measured / simsp"
+            "simsp's errors (simsp / measured - 1) on measured whole iterations, by hardware file "
+            "and by GPU family, each by precision; measured_over_simsp holds the 10th and 90th "
+            f"percentiles of measured / simsp (min and max below {BAND_MIN_RUNS} runs)"
         ),
-        "groups": [a.to_dict() for a in accuracy_groups(results)],
+        "hardware": [a.to_dict() for a in files],
+        "gpus": [a.to_dict() for a in families],
     }
 
 
@@ -165,25 +202,45 @@ def accuracy_json(results) -> str:
 
 
 @lru_cache(maxsize=4)
-def read_accuracy(path: str = str(ACCURACY_FILE)) -> dict:
-    """(family, precision) -> that group's Accuracy, from a derived accuracy document."""
+def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict]:
+    """({(file stem, precision): Accuracy}, {(family, precision): Accuracy}) of a derived
+    accuracy document."""
     try:
         doc = json.loads(read_text(path))
-        groups = (Accuracy.from_dict(g) for g in doc["groups"])
-        return {(a.gpu, a.precision): a for a in groups}
+        return tuple(
+            {(a.scope, a.precision): a for a in map(Accuracy.from_dict, doc[key])}
+            for key in ("hardware", "gpus")
+        )
     except (ValueError, KeyError, TypeError) as e:
         raise InputError(path, "groups", "", f"must be {COMMAND}'s output ({e})") from None
 
 
-def accuracy_of(gpu_name: str, precision: str, path: str = str(ACCURACY_FILE)) -> Accuracy | None:
-    """The measured accuracy of runs on this GPU's family in this precision, None where simsp
-    has no measured run of that kind."""
-    return read_accuracy(path).get((gpu_family(gpu_name), precision))
+def _library_stem(source: str) -> str:
+    """The stem of a shipped hardware file the source path is, else ''."""
+    from simsp.validate.cases import project_path
+
+    if not source:
+        return ""
+    path = Path(source).resolve()
+    shipped = project_path(f"hardware/{path.name}").resolve()
+    return path.stem if path == shipped else ""
 
 
-def accuracy_line(found: Accuracy | None, gpu_name: str, precision: str) -> str:
-    """`simsp run`'s line on how exact such runs have been, or that none was measured."""
-    if found is None:
-        family = gpu_family(gpu_name) or gpu_name
-        return f"not validated: simsp has no measured {precision} run on {family}"
-    return found.line()
+def accuracy_of(hw, precision: str, path: str = str(ACCURACY_FILE)) -> Accuracy | None:
+    """The measured accuracy of runs with this hardware file in this precision where the
+    validation ran it (a shipped file), else of its GPU family's files; None where simsp has
+    no measured run of either."""
+    files, families = read_accuracy(path)
+    own = files.get((_library_stem(hw.source), precision))
+    return own or families.get((gpu_family(hw.gpu.name), precision))
+
+
+def accuracy_line(hw, precision: str, path: str = str(ACCURACY_FILE)) -> str:
+    """The line `simsp run` ends with: how exact such runs have been, or that none was
+    measured."""
+    found = accuracy_of(hw, precision, path)
+    if found is not None:
+        return found.line()
+    family = gpu_family(hw.gpu.name)
+    of = f"{family} ({hw.gpu.name})" if family else hw.gpu.name
+    return f"not validated: simsp has no measured {precision} run on {of}"
