@@ -62,8 +62,11 @@ def test_memory_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
 @pytest.mark.parametrize(
     "body, key",
     [
-        ("stream_gbps: {1024: -3}\n", "stream_gbps"),
+        ("stream_gbps: {1024: -3}\n", "stream_gbps[1024]"),
         ("stream_gbps: fast\n", "stream_gbps"),
+        ("stream_gbps:\n", "stream_gbps"),
+        # the largest size past the A100's 2039 GB/s: the base file is another GPU's
+        ("stream_gbps: {65536: 5000, 1073741824: 9000}\n", "stream_gbps[1073741824]"),
         ("unfused_cross_entropy_gbps: 0\n", "unfused_cross_entropy_gbps"),
         ("te_cross_entropy_gbps: 3\n", "te_cross_entropy_gbps"),
         ("- 1\n", "file"),
@@ -100,3 +103,40 @@ def test_slow_rates_keep_their_digits():
     values = yaml.safe_load("\n".join(rates.yaml_lines("simsp profile memory")))
     assert values["stream_gbps"] == {65536: 19.93, 262144: 0.0412}
     assert values["unfused_cross_entropy_gbps"] == 0.0123
+
+
+def test_a_small_size_past_hbm_is_capped_not_refused(tmp_path, cli):
+    """Launches overlapping the next call's reads can beat HBM on a small kernel: the step is 1."""
+    mem, out = tmp_path / "memory.yaml", tmp_path / "new.yaml"
+    mem.write_text("stream_gbps: {65536: 2500, 1073741824: 1800}\n")
+    argv = ["calibrate", "--hardware", str(BASE_HW), "--memory", str(mem), "--out", str(out)]
+    assert cli(argv) == 0
+    hbm = load_hardware(BASE_HW).gpu.hbm_gbps
+    assert load_hardware(out).memory_bound.efficiency_by_bytes == (
+        (0.0, 1.0),
+        (1073741824.0, round(1800 / hbm, 6)),
+    )
+
+
+def test_each_size_streams_from_memory(monkeypatch):
+    """A size below the cache cycles through buffers that together fill ROTATE_BYTES (so no call
+    finds its operands cached); one that fills it alone uses one."""
+    torch = pytest.importorskip("torch")
+    from simsp.profiler import memory_bound
+
+    class Spy:
+        def __init__(self):
+            self.outs = set()
+
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def add(self, a, b, out):
+            self.outs.add(id(out))
+            return torch.add(a, b, out=out)
+
+    monkeypatch.setitem(memory_bound.ROTATE_BYTES, "cpu", 60000)
+    for nbytes, buffers in ((6000, 10), (60000, 1)):
+        spy = Spy()
+        moved, gbps = memory_bound._add_gbps(spy, "cpu", nbytes, 1)
+        assert (moved, len(spy.outs)) == (nbytes, buffers) and gbps > 0

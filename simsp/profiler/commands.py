@@ -152,7 +152,7 @@ def register(sub) -> None:
         type=int,
         nargs="+",
         metavar="BYTES",
-        help="bytes the add moves a call (default 64 KiB to 1 GiB, 4x apart; to 4 MiB on a CPU)",
+        help="bytes the add moves a call (default 64 KiB to 1 GiB, 2x apart; to 4 MiB on a CPU)",
     )
     m.add_argument("--tokens", type=int, help="tokens of the loss (default 4096; 64 on a CPU)")
     m.add_argument(

@@ -7,7 +7,8 @@ borrow that curve from another GPU's BabelStream run and Calculon's size steps; 
 both on the device itself.
 
 * the curve: a bf16 `a + b -> c` (BabelStream's Add: two reads and a write, 6 bytes an element)
-  at each size, its bytes over its time;
+  at each size, 2x apart, its bytes over its time; each size cycles through enough buffers that
+  a call reads what the cache no longer holds, as BabelStream's arrays are sized to;
 * the loss: Megatron's unfused vocabulary-parallel cross-entropy at tp 1 (its all-reduces are
   then identities), one torch op a step as Megatron-LM core_v0.14.0
   tensor_parallel/cross_entropy.py runs them, forward and backward, at the bytes
@@ -33,12 +34,19 @@ from simsp.profiler._torch import (
 STREAM_BYTES = 6
 """Bytes `a + b -> c` moves an element in bf16: two reads and one write of 2 bytes."""
 DEFAULTS = {
-    "cuda": {"sizes": tuple(4**e for e in range(8, 16)), "tokens": 4096, "vocab": 32064},
-    "cpu": {"sizes": tuple(4**e for e in range(8, 12)), "tokens": 64, "vocab": 4096},
+    "cuda": {"sizes": tuple(2**e for e in range(16, 31)), "tokens": 4096, "vocab": 32064},
+    "cpu": {"sizes": tuple(2**e for e in range(16, 23)), "tokens": 64, "vocab": 4096},
 }
-"""Bytes moved a call: 64 KiB to 1 GiB on a GPU (4x apart), to 4 MiB on a CPU; the loss over a
-Llama-3 vocabulary shard at tp 4 (128256 / 4, 4096 tokens) on a GPU, a small one on a CPU."""
+"""Bytes moved a call: 64 KiB to 1 GiB on a GPU, to 4 MiB on a CPU, 2x apart (the cost model
+holds each rate up to the next size, so a sparse curve would overprice a launch-bound kernel
+near the top of its step); the loss over a Llama-3 vocabulary shard at tp 4 (128256 / 4, 4096
+tokens) on a GPU, a small one on a CPU."""
 REPEATS = {"cuda": 20, "cpu": 3}
+ROTATE_BYTES = {"cuda": 1 << 30, "cpu": 1 << 27}
+"""Buffers a size cycles through together, so that each call reads from HBM (DRAM), not from
+the cache the previous call filled: 1 GiB on a GPU (B200's L2 is 126 MB), 128 MiB on a CPU."""
+OVER_HBM = 1.05
+"""`calibrate --memory` refuses a largest-size rate above this times the base GPU's hbm_gbps."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,8 @@ class MemoryRates:
         lines = [
             f"# measured by `{command}` on {self.device}, {self.versions}, {self.date}",
             f"# stream_gbps: bf16 a + b -> c ({STREAM_BYTES} bytes an element), GB/s by bytes "
-            "moved a call (fastest round of the mean)",
+            "moved a call, each size cycling through buffers that overflow the cache (fastest "
+            "round of the mean)",
             "stream_gbps:",
             *(f"  {size}: {gbps:.5g}" for size, gbps in self.stream_gbps),
             f"# Megatron's unfused cross-entropy (core_v0.14.0 op sequence, tp 1), {self.tokens} "
@@ -115,7 +124,7 @@ def measure(
     if not sizes or sizes[0] < STREAM_BYTES:
         raise InputError("--sizes", "sizes", sizes, f"must each be at least {STREAM_BYTES} bytes")
     torch.manual_seed(0)
-    stream = tuple((size, _add_gbps(torch, device, size, repeats)) for size in sizes)
+    stream = tuple(_add_gbps(torch, device, size, repeats) for size in sizes)
     logits = torch.randn(tokens, vocab, device=device, dtype=torch.bfloat16)
     target = torch.randint(0, vocab, (tokens,), device=device)
     seconds = fastest_s(
@@ -134,14 +143,24 @@ def measure(
     )
 
 
-def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> float:
-    """GB/s of a bf16 c = a + b moving about `nbytes`."""
+def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> tuple[int, float]:
+    """(bytes moved, GB/s) of a bf16 c = a + b of about `nbytes`, cycling through as many
+    buffer triples as fill ROTATE_BYTES, so every call streams from memory."""
     n = max(1, nbytes // STREAM_BYTES)
-    a = torch.ones(n, dtype=torch.bfloat16, device=device)
-    b = torch.ones_like(a)
-    c = torch.empty_like(a)
-    seconds = fastest_s(torch, device, lambda: torch.add(a, b, out=c), repeats, warmup=2)
-    return STREAM_BYTES * n / seconds / 1e9
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    copies = max(1, min(64, ROTATE_BYTES[kind] // (STREAM_BYTES * n)))
+    triples = [
+        tuple(torch.ones(n, dtype=torch.bfloat16, device=device) for _ in range(3))
+        for _ in range(copies)
+    ]
+    turn = iter(range(1 << 62))
+
+    def add():
+        a, b, c = triples[next(turn) % copies]
+        torch.add(a, b, out=c)
+
+    seconds = fastest_s(torch, device, add, max(repeats, copies), warmup=copies)
+    return STREAM_BYTES * n, STREAM_BYTES * n / seconds / 1e9
 
 
 MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
@@ -150,9 +169,11 @@ MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
 
 def memory_request(path: str | None, base: str) -> dict:
     """Request fields for a `simsp profile memory --out` file: its bf16 add rates as the base
-    GPU's `memory_bound.efficiency_by_bytes` (GB/s over gpu.hbm_gbps, at most 1, the smallest
-    size's step from 0 bytes), its loss rate as `unfused_cross_entropy_gbps`, and its provenance
-    lines as the new file's notes. Empty without a file."""
+    GPU's `memory_bound.efficiency_by_bytes` (GB/s over gpu.hbm_gbps, the smallest size's step
+    from 0 bytes; smaller sizes that beat HBM through launch overlap capped at 1, a largest-size
+    rate over OVER_HBM x HBM refused: the base file is another GPU's), its loss rate as
+    `unfused_cross_entropy_gbps`, and its provenance lines as the new file's notes. Empty
+    without a file."""
     if not path:
         return {}
     from simsp.config import load_hardware, read_yaml
@@ -160,26 +181,19 @@ def memory_request(path: str | None, base: str) -> dict:
 
     values = read_yaml(path)
     if not isinstance(values, dict) or not values:
-        raise InputError(path, "file", type(values).__name__, f"must map {', '.join(MEMORY_KEYS)}")
+        raise InputError(
+            path, "file", type(values).__name__, f"must map {' and '.join(MEMORY_KEYS)}"
+        )
     for key in values:
         if key not in MEMORY_KEYS:
-            raise InputError(path, key, values[key], f"unknown key; it holds {MEMORY_KEYS}")
+            raise InputError(
+                path, key, values[key], f"unknown key; it holds {' and '.join(MEMORY_KEYS)}"
+            )
     out = []
-    stream = values.get("stream_gbps")
-    if stream is not None:
-        if (
-            not isinstance(stream, dict)
-            or not stream
-            or not all(_positive(b) and _positive(g) for b, g in stream.items())
-        ):
-            raise InputError(path, "stream_gbps", stream, "must map bytes to positive GB/s")
-        hbm = load_hardware(base).gpu.hbm_gbps
-        sizes = sorted(stream)
-        steps = {
-            0.0 if i == 0 else float(b): round(min(1.0, stream[b] / hbm), 6)
-            for i, b in enumerate(sizes)
-        }
-        out.append(("efficiency_by_bytes", steps))
+    if "stream_gbps" in values:
+        out.append(
+            ("efficiency_by_bytes", _steps(path, values["stream_gbps"], base, load_hardware))
+        )
     if "unfused_cross_entropy_gbps" in values:
         ce = values["unfused_cross_entropy_gbps"]
         if not _positive(ce):
@@ -187,6 +201,31 @@ def memory_request(path: str | None, base: str) -> dict:
         out.append(("unfused_cross_entropy_gbps", float(ce)))
     notes = tuple(line.lstrip("#").strip() for line in measured_source(path))
     return {"memory_bound": tuple(out), "notes": notes}
+
+
+def _steps(path: str, stream, base: str, load_hardware) -> dict:
+    """stream_gbps (bytes -> GB/s) as efficiency steps of the base GPU's HBM, checked."""
+    if not isinstance(stream, dict) or not stream:
+        raise InputError(path, "stream_gbps", stream, "must map bytes moved to GB/s")
+    for size, gbps in stream.items():
+        if not (_positive(size) and _positive(gbps)):
+            raise InputError(
+                path, f"stream_gbps[{size}]", gbps, "must be positive GB/s at a positive size"
+            )
+    hw = load_hardware(base)
+    hbm, largest = hw.gpu.hbm_gbps, max(stream)
+    if stream[largest] > OVER_HBM * hbm:
+        raise InputError(
+            path,
+            f"stream_gbps[{largest}]",
+            stream[largest],
+            f"is over {OVER_HBM:g}x the hbm_gbps of {base} ({hbm:g}): measured on another GPU?",
+        )
+    sizes = sorted(stream)
+    return {
+        0.0 if i == 0 else float(b): round(min(1.0, stream[b] / hbm), 6)
+        for i, b in enumerate(sizes)
+    }
 
 
 def _positive(x) -> bool:
