@@ -498,6 +498,7 @@ def calibrate_cases() -> list[Case]:
         cases.append(case(f"gemm/file/{label}", "--gemm", data))
         cases.append(case(f"nvlink/file/{label}", "--nvlink", data))
         cases.append(case(f"host/file/{label}", "--host", data))
+        cases.append(case(f"memory/file/{label}", "--memory", data))
     att_head = b"gpu,kernel,head_dim,seq_len,causal,direction,tflops,source\n"
     for label, row in {
         "faster-than-peak": b"A100,fa2,128,2048,true,fwd,900,x",
@@ -534,6 +535,18 @@ def calibrate_cases() -> list[Case]:
                 f"optimizer/{label}", "--optimizer", data.replace(b"host_forward_us", b"adam_gbps")
             )
         )
+        loss = data.replace(b"host_forward_us", b"unfused_cross_entropy_gbps")
+        cases.append(case(f"memory/{label}", "--memory", loss))
+    for label, data in {
+        "stream-empty": b"stream_gbps:\n",
+        "stream-list": b"stream_gbps: [1, 2]\n",
+        "stream-nan": b"stream_gbps: {65536: .nan}\n",
+        "stream-zero-size": b"stream_gbps: {0: 100}\n",
+        "stream-text-size": b"stream_gbps: {big: 100}\n",
+        "stream-over-hbm": b"stream_gbps: {1073741824: 99999}\n",
+        "loss-over-hbm": b"unfused_cross_entropy_gbps: 99999\n",
+    }.items():
+        cases.append(case(f"memory/{label}", "--memory", data))
     good = (CAL / "gemm.csv").read_bytes()
     cases += [
         case("later-failure/workload", "--gemm", good, "--workload", "{d}/none.yaml"),

@@ -450,7 +450,10 @@ def test_compare_one_row_per_hardware(tmp_path, capsys):
     assert results[0]["iteration_time_s"] == results[1]["iteration_time_s"]
     assert cli_main(["compare", workload, "--hardware", *hw, "--pp", "16", "--tp", "4"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 4 and "tp=4 pp=16" in lines[0] and lines[2].startswith("dgx-a100-80gb")
+    assert "tp=4 pp=16" in lines[0] and lines[2].startswith("dgx-a100-80gb")
+    # then each machine's measured accuracy: the shipped file's own, the copy its GPU's pool
+    assert len(lines) == 6 and "with hardware/dgx-a100-80gb.yaml" in lines[4]
+    assert "on A100 GPUs" in lines[5]
 
 
 def test_compare_bad_hardware_is_exit_2(tmp_path, capsys):

@@ -17,7 +17,6 @@ both on the device itself.
   timed here.
 """
 
-import math
 from dataclasses import dataclass
 
 from simsp.errors import InputError
@@ -229,5 +228,6 @@ def _steps(path: str, stream, base: str, load_hardware) -> dict:
 
 
 def _positive(x) -> bool:
+    """A number in (0, 2**53]: finite, and an int that a float holds."""
     number = not isinstance(x, bool) and isinstance(x, (int, float))
-    return number and 0 < x < math.inf
+    return number and 0 < x <= 2**53
