@@ -118,7 +118,7 @@ class Accuracy:
             else f"with hardware/{self.scope}.yaml"
         )
         sets = ", ".join(f"{k} {name}" for name, k in self.sets)
-        share = "all of them" if self.whole_range else "80% of them"
+        share = "all of them" if self.whole_range else f"{BAND[1] - BAND[0]:.0%} of them"
         side = "fast" if self.bias < 0 else "slow"
         return (
             f"validated on {self.n} measured {self.precision} runs of other workloads {where} "
@@ -188,8 +188,9 @@ def accuracy_document(results) -> dict:
         "derived_by": COMMAND,
         "what": (
             "simsp's errors (simsp / measured - 1) on measured whole iterations, by hardware file "
-            "and by GPU family, each by precision; measured_over_simsp holds the 10th and 90th "
-            f"percentiles of measured / simsp (min and max below {BAND_MIN_RUNS} runs)"
+            "and by GPU family, each by precision; measured_over_simsp holds the "
+            f"{BAND[0]:.0%} and {BAND[1]:.0%} quantiles of measured / simsp (min and max below "
+            f"{BAND_MIN_RUNS} runs)"
         ),
         "hardware": [a.to_dict() for a in files],
         "gpus": [a.to_dict() for a in families],
