@@ -306,8 +306,8 @@ def accuracy_dict(hw: HardwareSpec, precision: str) -> dict | None:
 
 
 def run_summary(r: Result) -> str:
-    """Readable summary of a run, ending with how exact simsp has been on measured runs of its
-    GPU and precision."""
+    """Readable summary of a run, ending with how exact simsp has been on measured runs with its
+    hardware file (or GPU) in its precision."""
     from simsp.validate.accuracy import accuracy_line
 
     d = r.to_dict()

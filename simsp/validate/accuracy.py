@@ -217,14 +217,14 @@ def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict]:
 
 
 def _library_stem(source: str) -> str:
-    """The stem of a shipped hardware file the source path is, else ''."""
-    from simsp.validate.cases import project_path
+    """The stem of the shipped hardware file the source path is (the checkout's hardware/, not
+    a same-named copy elsewhere), else ''."""
+    from simsp.config import REPO_ROOT
 
     if not source:
         return ""
     path = Path(source).resolve()
-    shipped = project_path(f"hardware/{path.name}").resolve()
-    return path.stem if path == shipped else ""
+    return path.stem if path == (REPO_ROOT / "hardware" / path.name).resolve() else ""
 
 
 def accuracy_of(hw, precision: str, path: str = str(ACCURACY_FILE)) -> Accuracy | None:
