@@ -115,6 +115,28 @@ def test_title_names_workload_hardware_and_iteration_time(results):
     assert "pp=8" in title.subtitle.text
 
 
+def test_the_page_keeps_the_runs_measured_accuracy(results):
+    """The line `simsp run` ends with, under the title: the picture keeps its caveat."""
+    from simsp.validate.accuracy import accuracy_line
+
+    r = results("gpt3-175b")
+    note = next(a.text for a in figure(r).layout.annotations if "validated on" in a.text)
+    want = accuracy_line(r.hardware, r.workload.training.precision)
+    assert note.split("<br>", 1)[1].replace("<br>", " ") == want
+
+
+def test_a_run_without_tp_draws_no_tp_row(tmp_path):
+    """tp 1: no TP collective, so the chunk level draws no TP-row span (it drew one a chunk)."""
+    from simsp.config import load_hardware, load_workload
+    from simsp.report import run
+
+    w = load_workload(ROOT / "workloads" / "llama-3.1-8b.yaml")
+    assert w.parallel.tp == 1
+    view = choose_view(run(w, load_hardware(ROOT / "hardware" / "dgx-h100.yaml")))
+    assert view.level == "chunk"
+    assert not [b for b in view.bars if b.stream == "tp_comm"]
+
+
 def test_aggregated_mode_for_the_1t_model_says_so(results, page_1t):
     view = choose_view(results("gpt-1t"))
     assert view.level == "aggregated"

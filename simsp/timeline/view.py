@@ -221,16 +221,16 @@ def side_spans(plan, spans, skip: tuple[str, ...] = ()) -> list[Span]:
 
 
 def tp_chunk_totals(plan, spans) -> list[Span]:
-    """Per forward/backward chunk span, one TP-row span over it naming its TP collectives'
-    totals."""
+    """Per forward/backward chunk span with TP collectives, one TP-row span over it naming
+    their totals."""
     if plan.layer is None:
         return []
     comm = [e for e in plan.layer.entries if e.kind == "comm" and e.busy_s > 0]
     out = []
-    for s in spans:
-        if not _expandable(plan, s):
-            continue
+    for s in spans:  # a chunk without TP collectives (tp 1) draws nothing on the TP row
         mine = [e for e in comm if (e.phase == "forward") == (s.kind == "forward")]
+        if not (mine and _expandable(plan, s)):
+            continue
         exposed, busy = (s.layers * sum(getattr(e, a) for e in mine) for a in ("seconds", "busy_s"))
         name = (
             f"TP comm in {s.name}: {len(mine) * s.layers} collectives, exposed {exposed / MS:.3f} "
