@@ -119,8 +119,9 @@ def test_a_small_size_past_hbm_is_capped_not_refused(tmp_path, cli):
 
 
 def test_each_size_streams_from_memory(monkeypatch):
-    """A size below the cache cycles through buffers that together fill ROTATE_BYTES (so no call
-    finds its operands cached); one that fills it alone uses one."""
+    """A size below the cache cycles through slices of buffers that together fill ROTATE_BYTES
+    (so no call finds its operands cached); one that fills it alone uses one. 2 warmup calls and
+    7 rounds of 2 make 16 calls, enough to visit all 10 slices of the first."""
     torch = pytest.importorskip("torch")
     from simsp.profiler import memory_bound
 
@@ -138,5 +139,5 @@ def test_each_size_streams_from_memory(monkeypatch):
     monkeypatch.setitem(memory_bound.ROTATE_BYTES, "cpu", 60000)
     for nbytes, buffers in ((6000, 10), (60000, 1)):
         spy = Spy()
-        moved, gbps = memory_bound._add_gbps(spy, "cpu", nbytes, 1)
+        moved, gbps = memory_bound._add_gbps(spy, "cpu", nbytes, 2)
         assert (moved, len(spy.outs)) == (nbytes, buffers) and gbps > 0

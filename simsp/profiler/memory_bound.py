@@ -143,22 +143,24 @@ def measure(
 
 
 def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> tuple[int, float]:
-    """(bytes moved, GB/s) of a bf16 c = a + b of about `nbytes`, cycling through as many
-    buffer triples as fill ROTATE_BYTES, so every call streams from memory."""
+    """(bytes moved, GB/s) of a bf16 c = a + b of about `nbytes`: the operands are successive
+    slices of three buffers that together fill ROTATE_BYTES, so a call's slices were last
+    touched a whole buffer ago and stream from memory."""
     n = max(1, nbytes // STREAM_BYTES)
     kind = "cuda" if device.startswith("cuda") else "cpu"
-    copies = max(1, min(64, ROTATE_BYTES[kind] // (STREAM_BYTES * n)))
-    triples = [
-        tuple(torch.ones(n, dtype=torch.bfloat16, device=device) for _ in range(3))
-        for _ in range(copies)
+    copies = max(1, ROTATE_BYTES[kind] // (STREAM_BYTES * n))
+    a, b, c = (torch.ones(copies * n, dtype=torch.bfloat16, device=device) for _ in range(3))
+    slices = [
+        (a[k * n : (k + 1) * n], b[k * n : (k + 1) * n], c[k * n : (k + 1) * n])
+        for k in range(copies)
     ]
     turn = iter(range(1 << 62))
 
     def add():
-        a, b, c = triples[next(turn) % copies]
-        torch.add(a, b, out=c)
+        x, y, out = slices[next(turn) % copies]
+        torch.add(x, y, out=out)
 
-    seconds = fastest_s(torch, device, add, max(repeats, copies), warmup=copies)
+    seconds = fastest_s(torch, device, add, repeats, warmup=2)
     return STREAM_BYTES * n, STREAM_BYTES * n / seconds / 1e9
 
 
