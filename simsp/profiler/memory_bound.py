@@ -8,7 +8,10 @@ both on the device itself.
 
 * the curve: a bf16 `a + b -> c` (BabelStream's Add: two reads and a write, 6 bytes an element)
   at each size, 2x apart, its bytes over its time; each size cycles through enough buffers that
-  a call reads what the cache no longer holds, as BabelStream's arrays are sized to;
+  a call reads what the cache no longer holds, as BabelStream's arrays are sized to. The calls
+  are timed from the host, one launch each: where a kernel is shorter than its launch (on a GPU,
+  sizes below about 16 MiB), the rate includes the host's dispatch, as a layer's small kernels
+  do when the host is not ahead of them;
 * the loss: Megatron's unfused vocabulary-parallel cross-entropy at tp 1 (its all-reduces are
   then identities), one torch op a step as Megatron-LM core_v0.14.0
   tensor_parallel/cross_entropy.py runs them, forward and backward, at the bytes
@@ -17,6 +20,7 @@ both on the device itself.
   timed here.
 """
 
+import itertools
 from dataclasses import dataclass
 
 from simsp.errors import InputError
@@ -41,9 +45,12 @@ holds each rate up to the next size, so a sparse curve would overprice a launch-
 near the top of its step); the loss over a Llama-3 vocabulary shard at tp 4 (128256 / 4, 4096
 tokens) on a GPU, a small one on a CPU."""
 REPEATS = {"cuda": 20, "cpu": 3}
-ROTATE_BYTES = {"cuda": 1 << 30, "cpu": 1 << 27}
+ROTATE_BYTES = {"cuda": 1 << 30, "cpu": 1 << 29}
 """Buffers a size cycles through together, so that each call reads from HBM (DRAM), not from
-the cache the previous call filled: 1 GiB on a GPU (B200's L2 is 126 MB), 128 MiB on a CPU."""
+the cache the previous call filled: 1 GiB on a GPU (B200's L2 is 126 MB), 512 MiB on a CPU
+(a large server's last-level cache reaches 256 MB or more)."""
+WARMUP, ROUNDS = 2, 7
+"""Untimed calls, then timed rounds of `repeats` calls (the fastest round's mean is kept)."""
 OVER_HBM = 1.05
 """`calibrate --memory` refuses a largest-size rate above this times the base GPU's hbm_gbps."""
 
@@ -114,6 +121,8 @@ def measure(
     kind = "cuda" if device.startswith("cuda") else "cpu"
     d = DEFAULTS[kind]
     sizes = d["sizes"] if sizes is None else tuple(sorted(set(sizes)))
+    if sizes and sizes[0] >= STREAM_BYTES:  # one timing a number of bytes moved
+        sizes = tuple(sorted({s // STREAM_BYTES * STREAM_BYTES for s in sizes}))
     tokens = d["tokens"] if tokens is None else tokens
     vocab = d["vocab"] if vocab is None else vocab
     repeats = REPEATS[kind] if repeats is None else repeats
@@ -123,11 +132,11 @@ def measure(
     if not sizes or sizes[0] < STREAM_BYTES:
         raise InputError("--sizes", "sizes", sizes, f"must each be at least {STREAM_BYTES} bytes")
     torch.manual_seed(0)
-    stream = tuple(_add_gbps(torch, device, size, repeats) for size in sizes)
+    stream = tuple(_add_gbps(torch, device, kind, size, repeats) for size in sizes)
     logits = torch.randn(tokens, vocab, device=device, dtype=torch.bfloat16)
     target = torch.randint(0, vocab, (tokens,), device=device)
     seconds = fastest_s(
-        torch, device, lambda: unfused_cross_entropy(torch, logits, target), repeats, warmup=2
+        torch, device, lambda: unfused_cross_entropy(torch, logits, target), repeats, WARMUP, ROUNDS
     )
     per_logit = UNFUSED.forward_bytes + UNFUSED.backward_bytes
     return MemoryRates(
@@ -142,25 +151,24 @@ def measure(
     )
 
 
-def _add_gbps(torch, device: str, nbytes: int, repeats: int) -> tuple[int, float]:
+def _add_gbps(torch, device: str, kind: str, nbytes: int, repeats: int) -> tuple[int, float]:
     """(bytes moved, GB/s) of a bf16 c = a + b of about `nbytes`: the operands are successive
-    slices of three buffers that together fill ROTATE_BYTES, so a call's slices were last
-    touched a whole buffer ago and stream from memory."""
+    slices of three buffers that together fill ROTATE_BYTES, so a call's slices are untouched
+    since the buffers were filled, or were last touched a whole buffer ago: they stream from
+    memory. Only the slices the timed calls use are made (memory bounded at any size)."""
     n = max(1, nbytes // STREAM_BYTES)
-    kind = "cuda" if device.startswith("cuda") else "cpu"
     copies = max(1, ROTATE_BYTES[kind] // (STREAM_BYTES * n))
     a, b, c = (torch.ones(copies * n, dtype=torch.bfloat16, device=device) for _ in range(3))
-    slices = [
-        (a[k * n : (k + 1) * n], b[k * n : (k + 1) * n], c[k * n : (k + 1) * n])
-        for k in range(copies)
-    ]
-    turn = iter(range(1 << 62))
+    calls = WARMUP + ROUNDS * repeats
+    turn = itertools.cycle(
+        [(a[i : i + n], b[i : i + n], c[i : i + n]) for i in (k % copies * n for k in range(calls))]
+    )
 
     def add():
-        x, y, out = slices[next(turn) % copies]
+        x, y, out = next(turn)
         torch.add(x, y, out=out)
 
-    seconds = fastest_s(torch, device, add, repeats, warmup=2)
+    seconds = fastest_s(torch, device, add, repeats, warmup=WARMUP, rounds=ROUNDS)
     return STREAM_BYTES * n, STREAM_BYTES * n / seconds / 1e9
 
 
@@ -171,13 +179,13 @@ MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
 def memory_request(path: str | None, base: str) -> dict:
     """Request fields for a `simsp profile memory --out` file: its bf16 add rates as the base
     GPU's `memory_bound.efficiency_by_bytes` (GB/s over gpu.hbm_gbps, the smallest size's step
-    from 0 bytes; smaller sizes that beat HBM through launch overlap capped at 1, a largest-size
-    rate over OVER_HBM x HBM refused: the base file is another GPU's), its loss rate as
+    from 0 bytes; a rate at or past HBM held at 1, a largest-size rate over OVER_HBM x HBM
+    refused: the base file is another GPU's), its loss rate as
     `unfused_cross_entropy_gbps`, and its provenance lines as the new file's notes. Empty
     without a file."""
     if not path:
         return {}
-    from simsp.config import load_hardware, read_yaml
+    from simsp.config import read_yaml
     from simsp.profiler.calibrate import measured_source
 
     values = read_yaml(path)
@@ -192,29 +200,28 @@ def memory_request(path: str | None, base: str) -> dict:
             )
     out = []
     if "stream_gbps" in values:
-        out.append(
-            ("efficiency_by_bytes", _steps(path, values["stream_gbps"], base, load_hardware))
-        )
+        out.append(("efficiency_by_bytes", _steps(path, values["stream_gbps"], base)))
     if "unfused_cross_entropy_gbps" in values:
         ce = values["unfused_cross_entropy_gbps"]
         if not _positive(ce):
-            raise InputError(path, "unfused_cross_entropy_gbps", ce, "must be positive GB/s")
+            raise InputError(path, "unfused_cross_entropy_gbps", ce, f"must be GB/s in {RANGE}")
         out.append(("unfused_cross_entropy_gbps", float(ce)))
     notes = tuple(line.lstrip("#").strip() for line in measured_source(path))
     return {"memory_bound": tuple(out), "notes": notes}
 
 
-def _steps(path: str, stream, base: str, load_hardware) -> dict:
-    """stream_gbps (bytes -> GB/s) as efficiency steps of the base GPU's HBM, checked."""
+def _steps(path: str, stream, base: str) -> dict:
+    """stream_gbps (bytes -> GB/s) as efficiency steps of the base GPU's HBM, checked; six
+    significant digits, so a slow rate stays above zero."""
+    from simsp.config import load_hardware
+
     if not isinstance(stream, dict) or not stream:
         raise InputError(path, "stream_gbps", stream, "must map bytes moved to GB/s")
     for size, gbps in stream.items():
         if not (_positive(size) and _positive(gbps)):
-            raise InputError(
-                path, f"stream_gbps[{size}]", gbps, "must be positive GB/s at a positive size"
-            )
-    hw = load_hardware(base)
-    hbm, largest = hw.gpu.hbm_gbps, max(stream)
+            key = f"stream_gbps[{str(size)[:24]}]"
+            raise InputError(path, key, gbps, f"size and GB/s must each be a number in {RANGE}")
+    hbm, largest = load_hardware(base).gpu.hbm_gbps, max(stream)
     if stream[largest] > OVER_HBM * hbm:
         raise InputError(
             path,
@@ -224,12 +231,15 @@ def _steps(path: str, stream, base: str, load_hardware) -> dict:
         )
     sizes = sorted(stream)
     return {
-        0.0 if i == 0 else float(b): round(min(1.0, stream[b] / hbm), 6)
+        0.0 if i == 0 else float(b): float(f"{min(1.0, stream[b] / hbm):.6g}")
         for i, b in enumerate(sizes)
     }
 
 
+RANGE = "(0, 2**53]"
+
+
 def _positive(x) -> bool:
-    """A number in (0, 2**53]: finite, and an int that a float holds."""
+    """A number in RANGE: finite, and an int that a float holds."""
     number = not isinstance(x, bool) and isinstance(x, (int, float))
     return number and 0 < x <= 2**53
