@@ -117,15 +117,17 @@ def test_title_names_workload_hardware_and_iteration_time(results):
 
 def test_the_page_keeps_the_runs_measured_accuracy(results):
     """The line `simsp run` ends with, under the title: the picture keeps its caveat."""
+    from simsp.timeline.page import _wrap
     from simsp.validate.accuracy import accuracy_line
 
     r = results("gpt3-175b")
-    note = next(a.text for a in figure(r).layout.annotations if "validated on" in a.text)
+    note = next(a.text for a in figure(r).layout.annotations if "validated " in a.text)
+    head = _wrap(choose_view(r).note) + "<br>"
     want = accuracy_line(r.hardware, r.workload.training.precision)
-    assert note.split("<br>", 1)[1].replace("<br>", " ") == want
+    assert note.startswith(head) and note[len(head) :].replace("<br>", " ") == want
 
 
-def test_a_run_without_tp_draws_no_tp_row(tmp_path):
+def test_a_run_without_tp_draws_no_tp_row():
     """tp 1: no TP collective, so the chunk level draws no TP-row span (it drew one a chunk)."""
     from simsp.config import load_hardware, load_workload
     from simsp.report import run
@@ -134,7 +136,7 @@ def test_a_run_without_tp_draws_no_tp_row(tmp_path):
     assert w.parallel.tp == 1
     view = choose_view(run(w, load_hardware(ROOT / "hardware" / "dgx-h100.yaml")))
     assert view.level == "chunk"
-    assert not [b for b in view.bars if b.stream == "tp_comm"]
+    assert not [b for b in view.bars if b.stream == "tp_comm"] and "TP row" not in view.note
 
 
 def test_aggregated_mode_for_the_1t_model_says_so(results, page_1t):

@@ -107,14 +107,6 @@ def _title(result, view: View) -> dict:
     )
 
 
-def _accuracy(result) -> str:
-    """How exact simsp has been with this hardware file, the line `simsp run` ends with: the
-    picture keeps its caveat."""
-    from simsp.validate.accuracy import accuracy_line
-
-    return accuracy_line(result.hardware, result.workload.training.precision)
-
-
 def _wrap(text: str, width: int = 170) -> str:
     """Break a long note into lines (plotly text does not wrap)."""
     lines, line = [], ""
@@ -132,11 +124,15 @@ def figure(result, view: View | None = None):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    from simsp.validate.accuracy import accuracy_line
+
     view = view or choose_view(result)
     rows = _rows(view.bars)
     row_of = {r: i for i, r in enumerate(rows)}
     row_px = 20 if len(rows) <= 32 else 14 if len(rows) <= 64 else 10
-    note = _wrap(view.note) + "<br>" + _wrap(html_module.escape(_accuracy(result), quote=False))
+    # the line `simsp run` ends with (how exact simsp has been): the picture keeps its caveat
+    accuracy = accuracy_line(result.hardware, result.workload.training.precision)
+    note = _wrap(view.note) + "<br>" + _wrap(html_module.escape(accuracy, quote=False))
     timeline_px, memory_px = max(300, row_px * len(rows)), 230
     top_px = 90 + 16 * (note.count("<br>") + 1)
     fig = make_subplots(

@@ -326,8 +326,8 @@ def choose_view(result, budget: int = BAR_BUDGET) -> View:
         return View(
             "chunk",
             tuple(list(spans) + tp + idle + side),
-            f"chunk level: {len(spans):,} spans (op level would draw {n_ops:,} bars > {budget:,}); "
-            f"the TP row shows each chunk's TP collectives, hover for totals",
+            f"chunk level: {len(spans):,} spans (op level would draw {n_ops:,} bars > {budget:,})"
+            + ("; the TP row shows each chunk's TP collectives, hover for totals" if tp else ""),
         )
     return _aggregated(spans, end, budget)
 
