@@ -165,7 +165,7 @@ def test_run_reports_its_own_files_accuracy():
     want = files[("dgx-h100", w.training.precision)]
     assert r.to_dict()["accuracy"] == want.to_dict()
     assert run_summary(r).splitlines()[-1] == want.line()
-    assert "with hardware/dgx-h100.yaml" in want.line()
+    assert want.line().startswith("validated with hardware/dgx-h100.yaml on ")
 
 
 def test_a_file_the_validation_never_ran_takes_its_gpus_files(tmp_path):
@@ -176,8 +176,8 @@ def test_a_file_the_validation_never_ran_takes_its_gpus_files(tmp_path):
     hw = dataclasses.replace(shipped, source=str(tmp_path / "my-a100.yaml"))
     found = accuracy_of(hw, "bf16")
     assert found == read_accuracy()[1][("A100", "bf16")]
-    assert accuracy_line(hw, "bf16").startswith("validated on ")
-    assert "on A100 GPUs (hardware/dgx-a100-40gb.yaml" in accuracy_line(hw, "bf16")
+    line = accuracy_line(hw, "bf16")
+    assert line.startswith(f"validated on {found.n} measured bf16 runs on A100 GPUs (hardware/")
 
 
 def test_a_gpu_without_measured_runs_says_so():
@@ -192,11 +192,20 @@ def test_a_gpu_without_measured_runs_says_so():
 def test_the_line_says_which_way_and_how_much():
     files, _ = read_accuracy()
     a = files[("dgx-a100-80gb", "bf16")]
+    assert a.bias > 0 and a.worst > 0  # hand-checked: +0.4% and +20.3% in the README table
     line = a.line()
-    assert f"simsp {abs(a.bias):.1%} {'fast' if a.bias < 0 else 'slow'} on average" in line
-    assert f"worst {a.worst:+.1%}" in line and f"{a.n} measured bf16 runs" in line
+    assert f"simsp's times {a.bias:.1%} long on average, MAPE {a.mape:.1%}" in line
+    assert f"worst {a.worst:.1%} long" in line and f"{a.n} measured bf16 runs" in line
+    assert line.endswith(f"measured / simsp {a.low:.2f}-{a.high:.2f} (p10-p90)")
+    h100 = files[("dgx-h100", "bf16")]
+    assert f"simsp's times {-h100.bias:.1%} short on average" in h100.line()
     small = files[("gb200-nvl72", "fp8")]
-    assert "all of them measured" in small.line() and "80% of them" in a.line()
+    assert small.line().endswith("(min-max)")
+
+
+def test_a_run_with_set_says_the_figures_are_the_files():
+    hw = load_hardware(project_path("hardware/dgx-h100.yaml"), ["network.nic_gbps=800"])
+    assert "with hardware/dgx-h100.yaml, before --set, on " in accuracy_line(hw, "bf16")
 
 
 def test_a_file_that_is_not_the_derived_document_is_a_clear_error(tmp_path):

@@ -223,7 +223,8 @@ def test_compare_what_if_rows_against_the_machines_own(capsys):
     args = ["compare", GPT3, "--hardware", "dgx-h100", "--dp", "2", "--global-batch", "128"]
     assert main([*args, "--what-if", "network.nic_gbps=200,800"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[5].startswith("validated on ") and len(lines) == 6  # one line: one machine
+    assert lines[5].startswith("validated with hardware/dgx-h100.yaml")  # one line: one file
+    assert len(lines) == 6
     assert [line.split()[0:2] for line in lines[2:5]] == [
         ["dgx-h100", lines[2].split()[1]],
         ["dgx-h100", "[network.nic_gbps=200]"],

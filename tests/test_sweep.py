@@ -453,7 +453,7 @@ def test_compare_one_row_per_hardware(tmp_path, capsys):
     assert "tp=4 pp=16" in lines[0] and lines[2].startswith("dgx-a100-80gb")
     # then each machine's measured accuracy: the shipped file's own, the copy its GPU's pool
     assert len(lines) == 6 and "with hardware/dgx-a100-80gb.yaml" in lines[4]
-    assert "on A100 GPUs" in lines[5]
+    assert " on A100 GPUs (" in lines[5]
 
 
 def test_compare_bad_hardware_is_exit_2(tmp_path, capsys):

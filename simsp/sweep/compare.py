@@ -83,13 +83,16 @@ def cmd_compare(args) -> None:
 
 
 def accuracy_lines(results) -> list[str]:
-    """How exact simsp has been with each compared machine, a line each (the same line once): a
-    gap between machines is to be read beside each one's measured bias (on other workloads)."""
-    from simsp.validate.accuracy import accuracy_line
+    """How exact simsp has been with each compared machine, a line each, each file's figures
+    once (its what-if rows share them): a gap between machines is to be read beside each one's
+    measured bias (on other runs)."""
+    from simsp.validate.accuracy import accuracy_line, accuracy_of
 
-    lines: list[str] = []
+    seen, lines = set(), []
     for r in results:
-        line = accuracy_line(r.hardware, r.workload.training.precision)
-        if line not in lines:
-            lines.append(line)
+        found = accuracy_of(r.hardware, r.workload.training.precision)
+        key = found or accuracy_line(r.hardware, r.workload.training.precision)
+        if key not in seen:
+            seen.add(key)
+            lines.append(found.line() if found else key)
     return lines

@@ -110,22 +110,28 @@ class Accuracy:
             tuple(d.get("files", ())),
         )
 
-    def line(self) -> str:
-        """One readable line for `simsp run`."""
-        where = (
-            f"on {self.scope} GPUs ({', '.join(f'hardware/{f}.yaml' for f in self.files)})"
-            if self.files
-            else f"with hardware/{self.scope}.yaml"
-        )
+    def line(self, overridden: bool = False) -> str:
+        """One readable line for `simsp run`; `overridden`: the run changed the file with --set
+        (the figures are the file's as validated)."""
         sets = ", ".join(f"{k} {name}" for name, k in self.sets)
-        share = "all of them" if self.whole_range else f"{BAND[1] - BAND[0]:.0%} of them"
-        side = "fast" if self.bias < 0 else "slow"
+        runs = f"{self.n} measured {self.precision} run{'s' if self.n != 1 else ''}"
+        if self.files:
+            files = ", ".join(f"hardware/{f}.yaml" for f in self.files)
+            where = f"on {runs} on {self.scope} GPUs ({files}: {sets})"
+        else:
+            before = ", before --set," if overridden else ""
+            where = f"with hardware/{self.scope}.yaml{before} on {runs} ({sets})"
+        band = "min-max" if self.whole_range else "p10-p90"
         return (
-            f"validated on {self.n} measured {self.precision} runs of other workloads {where} "
-            f"({sets}): simsp {abs(self.bias):.1%} {side} on average, MAPE {self.mape:.1%}, "
-            f"worst {self.worst:+.1%}; {share} measured {self.low:.2f}-{self.high:.2f}x "
-            "simsp's time"
+            f"validated {where}: simsp's times {_side(self.bias)} on average, MAPE "
+            f"{self.mape:.1%}, worst {_side(self.worst)}; measured / simsp "
+            f"{self.low:.2f}-{self.high:.2f} ({band})"
         )
+
+
+def _side(error: float) -> str:
+    """'9.9% short' (simsp under the measured time) or '0.4% long'."""
+    return f"{abs(error):.1%} {'short' if error < 0 else 'long'}"
 
 
 def _group(scope: str, precision: str, rs: list, files: tuple[str, ...] = ()) -> Accuracy:
@@ -159,7 +165,7 @@ def measured_iterations(results) -> list:
 
 def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
     """(per hardware file, per GPU family) groups of the measured iterations, each by precision:
-    files by name, families in FAMILIES order (an unknown family, by its GPU's name, last)."""
+    files by name, families in FAMILIES order."""
     from simsp.validate.runner import _hardware
 
     by_file: dict = {}
@@ -168,15 +174,14 @@ def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
         by_file.setdefault(key, []).append(r)
     by_family: dict = {}
     for (stem, precision), rs in by_file.items():
-        name = _hardware(rs[0].case.hardware).gpu.name
-        by_family.setdefault((gpu_family(name) or name, precision), {})[stem] = rs
+        family = gpu_family(_hardware(rs[0].case.hardware).gpu.name)
+        if family:  # a GPU of no known family has its file's figures only
+            by_family.setdefault((family, precision), {})[stem] = rs
     order = {f: i for i, f in enumerate(FAMILIES)}
     files = [_group(stem, p, rs) for (stem, p), rs in sorted(by_file.items())]
     families = [
         _group(family, p, [r for rs in stems.values() for r in rs], tuple(sorted(stems)))
-        for (family, p), stems in sorted(
-            by_family.items(), key=lambda kv: (order.get(kv[0][0], len(order)), kv[0])
-        )
+        for (family, p), stems in sorted(by_family.items(), key=lambda kv: (order[kv[0][0]], kv[0]))
     ]
     return files, families
 
@@ -241,7 +246,7 @@ def accuracy_line(hw, precision: str, path: str = str(ACCURACY_FILE)) -> str:
     measured."""
     found = accuracy_of(hw, precision, path)
     if found is not None:
-        return found.line()
+        return found.line(overridden=bool(hw.overrides))
     family = gpu_family(hw.gpu.name)
     of = f"{family} ({hw.gpu.name})" if family else hw.gpu.name
     return f"not validated: simsp has no measured {precision} run on {of}"

@@ -344,8 +344,9 @@ def register(sub) -> argparse.ArgumentParser:
         "--accuracy",
         metavar="FILE",
         help="also write simsp's errors on the measured sets by hardware file, GPU and precision "
-        f"to FILE.json (`simsp run` reads {ACCURACY_FILE.relative_to(ACCURACY_FILE.parents[3])}); "
-        "runs every measured set, whatever --set asks, and prints them too",
+        "to FILE, a .json path (`simsp run` reads "
+        f"{ACCURACY_FILE.relative_to(ACCURACY_FILE.parents[3])}); runs every measured set, "
+        "whatever --set asks, and prints them too",
     )
     p.add_argument("--workers", type=int, default=None, help="processes (default: all CPUs)")
     p.set_defaults(func=cmd_validate)
