@@ -2,6 +2,7 @@
 equal their published figures, modeled rates stay under each GPU's best measured rate, and a
 modern run takes almost none of its GEMM time from the roofline."""
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -124,6 +125,36 @@ def test_fp8_is_faster_than_bf16_on_transformer_shapes():
     for g, _ in _llama70b_shapes(8, 8192)[:4]:
         ratio = fp8.lookup_tflops(g.m, g.n, g.k, 1, "TN") / bf16.tflops(g, "TN")[0]
         assert 1.3 < ratio < 1402.6 / 700, (g, ratio)
+
+
+BF16_PEAK = {"dgx-h100": 989, "hgx-h200": 989, "dgx-b200": 2250, "gb200-nvl72": 2500}
+"""Dense BF16 datasheet peaks, reference §1.1 [S2][S4]."""
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_no_fp8_gemm_outruns_its_bf16_shape_by_more_than_the_peak_ratio(machine):
+    """Tensor cores run FP8 at twice their BF16 rate: a shape's FP8 GEMM is at most that much
+    faster. The B200 file's FP8 model, anchored to Azure's GB200 sweep, said up to 4.1 times its
+    BF16 rows (SimuMax's B200) before the bound."""
+    cm = ComputeModel(load_hardware(REPO / "hardware" / f"{machine}.yaml"))
+    gain = FP8_PEAK[machine] / BF16_PEAK[machine]
+    for tp in (1, 2, 4, 8):
+        for tokens in (4096, 8192, 16384):
+            for g, layout in _llama70b_shapes(tp, tokens):
+                bf16 = cm.tflops(g, layout)[0]
+                fp8 = cm.tflops(dataclasses.replace(g, dtype="fp8"), layout)[0]
+                assert fp8 <= gain * bf16 * (1 + 1e-12), (machine, g, layout, fp8, bf16)
+
+
+def test_a_bound_fp8_rate_is_twice_the_bf16_one_and_says_where_that_came_from():
+    cm = ComputeModel(load_hardware(REPO / "hardware" / "dgx-b200.yaml"))
+    g = Gemm(4096, 2 * 28672 // 8, 8192)  # Llama-3.1-70B fc1 at tp 8, one 4k sequence
+    bf16, source = cm.tflops(g, "TN")
+    unbounded = cm.tables["fp8"].tflops(dataclasses.replace(g, dtype="fp8"), "TN")[0]
+    assert unbounded > 2 * bf16  # the tables alone disagree with the tensor cores
+    assert cm.tflops(dataclasses.replace(g, dtype="fp8"), "TN") == (2 * bf16, source)
+    timed = cm.gemm(dataclasses.replace(g, dtype="fp8"), "TN")
+    assert timed.seconds == pytest.approx(g.flops / (2 * bf16 * 1e12))
 
 
 @pytest.mark.parametrize("machine", ("dgx-h100", "dgx-b200"))

@@ -3,7 +3,8 @@
 GEMMs: measured per-shape throughput (calibration GemmTable), interpolated across shapes; then a
 modeled table (NVIDIA's matmul heuristics scaled to the measured table); where neither covers a
 shape, a roofline: max(FLOPs over the efficiency curve's rate, bytes over the
-achieved HBM rate). Memory-bound kernels: bytes moved over the achieved-bandwidth curve, or the
+achieved HBM rate). An FP8 GEMM runs at most the FP8/BF16 peak ratio faster than the BF16
+GEMM of its shape. Memory-bound kernels: bytes moved over the achieved-bandwidth curve, or the
 measured fused layer-norm rate. Every result says which source it used.
 """
 
@@ -119,6 +120,20 @@ def attention_rows(table: AttentionTable, kernel: str) -> AttentionTable:
     return AttentionTable(tuple(p for p in table.points if p.kernel == kernel), table.source)
 
 
+def _fp8_bound(fp8, fp8_source, bf16, bf16_source, gain) -> tuple[float, str]:
+    """The FP8 rate of a shape, held to at most `gain` times its BF16 rate (where the BF16
+    tables cover the shape). On one GPU an FP8 GEMM outruns the BF16 GEMM of its shape at most
+    by the tensor cores' peak ratio. A hardware file's two tables can come from different
+    machines and methods, though: dgx-b200's BF16 rows are SimuMax's B200 timing Llama layers
+    by shape, its FP8 ones nvMatmulHeuristics anchored to Azure's GB200 square sweep, and
+    together they said an FP8 GEMM ran up to 4.1 times its BF16 one. Where they disagree with
+    the tensor cores, the BF16 figure (measured on layer shapes, not squares) sets the rate and
+    its source is the answer's."""
+    if bf16 and fp8 > gain * bf16:
+        return gain * bf16, bf16_source
+    return fp8, fp8_source
+
+
 OPERAND_BYTES = {"bf16": BYTES_16BIT, "fp8": BYTES_FP8}
 
 CROSS_ENTROPY_KIND = "cross_entropy."
@@ -140,6 +155,10 @@ class ComputeModel:
             ),
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
+        self.fp8_gain = gpu.peak_fp8_tflops / gpu.peak_tflops if gpu.peak_fp8_tflops else 0.0
+        """The most an FP8 GEMM can gain on the BF16 one of its shape: the tensor cores' dense
+        FP8 over BF16 peak (2 on Hopper and Blackwell, the datasheets'), FP8 halving the
+        operand bytes too."""
         self.launch_s = hw.calibration.kernel_launch_us * US
         self._all_attention = (
             read_attention_table(cal.flash_attention) if cal.flash_attention else None
@@ -162,14 +181,19 @@ class ComputeModel:
                 "training.precision fp8 needs a GPU with FP8 tensor cores (set its dense FP8 "
                 "peak and gemm_max_fp8_tflops)",
             )
-        tflops, source = self.tables[g.dtype].tflops(g, layout)
+        tflops, source = self.tflops(g, layout)
         if tflops:
             return Timed(max(g.flops / (tflops * TERA), self.launch_s), source)
         return Timed(max(self._roofline_s(g), self.launch_s), "roofline")
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
-        """Throughput of a GEMM from the tables of its operand type, and its source."""
-        return self.tables[g.dtype].tflops(g, layout)
+        """Throughput of a GEMM from the tables of its operand type, and its source. An FP8
+        GEMM runs at most `fp8_gain` times the BF16 rate of its shape (`_fp8_bound`)."""
+        rate, source = self.tables[g.dtype].tflops(g, layout)
+        if g.dtype != "fp8" or not rate:
+            return rate, source
+        bf16, bf16_source = self.tables["bf16"].tflops(dataclasses.replace(g, dtype="bf16"), layout)
+        return _fp8_bound(rate, source, bf16, bf16_source, self.fp8_gain)
 
     def attention_for(self, kernel: str) -> AttentionTable | None:
         """The attention rows of the kernel a run names, or the hardware's own."""
