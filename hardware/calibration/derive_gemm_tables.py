@@ -254,9 +254,12 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
                           "are not reused (this folder's `gemm_fp8.csv` is Azure's H200 sweep).",
               "dgx-b200": "No FP8 table by shape is published for B200: `gemm_model_fp8.csv` is anchored to "
                           "the GB200 sweep.",
-              "gb200-nvl72": "No bf16 table by shape is published for GB200: `gb200-nvl72.yaml` reuses "
-                             "`../dgx-b200/gemm.csv` (same Blackwell die; the GB200 MAMF is 4 % above the B200's), "
-                             "and `gemm_model.csv` is anchored to it."}
+              "gb200-nvl72": "No bf16 table by shape is published for GB200: `gemm_model.csv` is anchored "
+                             "to `../dgx-b200/gemm.csv` (SimuMax's B200) through the two GPUs' models. "
+                             "`gb200-nvl72.yaml` does not take the B200 rows themselves: they were timed at a "
+                             "1000 W B200's clocks, and NVIDIA's model puts the 1200 W GB200 a median 14 % "
+                             "above the B200 on GEMMs of over a TFLOP (1.00-1.44), the MAMF maxima 4 %. "
+                             "The B200's FP8 table borrows GB200's measurements the same way."}
     for machine in ("dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"):
         own = [t for t in measured if t.machine == machine]
         if machine == "dgx-b200" and not any(t.name == "gemm.csv" for t in own):
