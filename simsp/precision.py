@@ -114,6 +114,14 @@ MXFP8_MIN_CAPABILITY = 10.0
 capability 10.0 or later)."""
 
 
+def fp8_gemm_layout(layout: str, compute_capability: float) -> str:
+    """The layout an FP8 GEMM runs in. Hopper's FP8 tensor cores take TN only, so Transformer
+    Engine runs dgrad and wgrad as TN on FP8 transposed copies; Blackwell's take every layout
+    (TE 2.11 `utils.is_non_tn_fp8_gemm_supported`: compute capability 10.x-11.x or 13.0 on)."""
+    cc = compute_capability
+    return layout if 10.0 <= cc < 12.0 or cc >= 13.0 else "TN"
+
+
 def precision_rules(numerics: Numerics, gpu) -> list[tuple[str, object, bool, str]]:
     """(key, value, holds, rule) binding a run's precision to the GPU it runs on."""
     if not numerics.fp8:

@@ -445,14 +445,15 @@ def _fp8_over_bf16(name: str) -> list[float]:
 
 
 @pytest.mark.parametrize("name", ["dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"])
-def test_fp8_and_bf16_tables_stand_on_one_footing(name):
+def test_fp8_over_bf16_at_layer_shapes_is_near_the_gpus_measured_maxima(name):
     """At transformer shapes a GPU's FP8/BF16 rate ratio from its two GEMM tables should be near
     the ratio of its measured FP8 and BF16 maxima (MAMF: gemm_max_fp8_tflops /
     gemm_max_tflops), within 10%. H100 holds on its tables alone (1.67-1.87 against 1.77), H200
     too (1.67-1.79 against 1.83). B200 and GB200's tables said 2.4-2.75 against 1.97-1.98 (a
     SimuMax B200 BF16 footing, an Azure GB200 FP8 one); the cost model now holds an FP8 GEMM to
-    the FP8/BF16 peak ratio of its shape (compute._fp8_bound), and they sit at that bound, 2.0.
-    This still catches an FP8 table that falls below its BF16 one's footing."""
+    the FP8/BF16 peak ratio of its shape (compute._fp8_bound), and they sit at that bound, 2.0,
+    so for them this checks only the lower side: an FP8 table falling below its BF16 one. That
+    the raw tables agree is not claimed (test_gemm_tables: up to 4.1x)."""
     from simsp.config import load_hardware
 
     gpu = load_hardware(f"hardware/{name}.yaml").gpu

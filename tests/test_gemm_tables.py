@@ -17,6 +17,7 @@ from simsp.calibration import read_gemm_table
 from simsp.config import load_hardware
 from simsp.cost.compute import ComputeModel, gemm_grad_shapes
 from simsp.layer import Gemm
+from simsp.precision import fp8_gemm_layout
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"
@@ -136,14 +137,45 @@ def test_no_fp8_gemm_outruns_its_bf16_shape_by_more_than_the_peak_ratio(machine)
     """Tensor cores run FP8 at twice their BF16 rate: a shape's FP8 GEMM is at most that much
     faster. The B200 file's FP8 model, anchored to Azure's GB200 sweep, said up to 4.1 times its
     BF16 rows (SimuMax's B200) before the bound."""
-    cm = ComputeModel(load_hardware(REPO / "hardware" / f"{machine}.yaml"))
+    hw = load_hardware(REPO / "hardware" / f"{machine}.yaml")
+    cm = ComputeModel(hw)
     gain = FP8_PEAK[machine] / BF16_PEAK[machine]
     for tp in (1, 2, 4, 8):
         for tokens in (4096, 8192, 16384):
             for g, layout in _llama70b_shapes(tp, tokens):
-                bf16 = cm.tflops(g, layout)[0]
+                kernel = fp8_gemm_layout(layout, hw.gpu.compute_capability)
+                bf16 = cm.tflops(g, kernel)[0]
                 fp8 = cm.tflops(dataclasses.replace(g, dtype="fp8"), layout)[0]
                 assert fp8 <= gain * bf16 * (1 + 1e-12), (machine, g, layout, fp8, bf16)
+
+
+@pytest.mark.parametrize(
+    ("layout", "capability", "runs"),
+    [
+        ("NN", 9.0, "TN"),
+        ("NT", 9.0, "TN"),
+        ("TN", 9.0, "TN"),
+        ("NN", 10.0, "NN"),
+        ("NT", 10.3, "NT"),
+        ("NN", 12.0, "TN"),
+        ("NT", 13.0, "NT"),
+    ],
+)
+def test_fp8_gemms_run_tn_on_hopper_and_in_their_own_layout_on_blackwell(layout, capability, runs):
+    """TE 2.11 utils.is_non_tn_fp8_gemm_supported: compute capability 10.x-11.x or 13.0 on."""
+    assert fp8_gemm_layout(layout, capability) == runs
+
+
+def test_gb200_rows_are_the_b200_rows_carried_over_within_the_clock_ratio():
+    """Each GB200 row is the B200 row of its shape times nvMatmulHeuristics' GB200/B200 ratio,
+    held to 1..2500/2250 (derive_gemm_tables.transferred_gb200)."""
+    b200 = read_gemm_table(CAL / "dgx-b200" / "gemm.csv").points
+    gb200 = read_gemm_table(CAL / "gb200-nvl72" / "gemm.csv").points
+    key = lambda p: (p.m, p.n, p.k, p.batch, p.layout)  # noqa: E731
+    assert [key(p) for p in gb200] == [key(p) for p in b200]
+    ratios = [g.tflops / b.tflops for g, b in zip(gb200, b200, strict=True)]
+    assert all(1 - 1e-5 <= r <= 2500 / 2250 + 1e-5 for r in ratios)
+    assert max(ratios) > 1.1 and min(ratios) < 1.01  # both ends of the hold are reached
 
 
 def test_a_bound_fp8_rate_is_twice_the_bf16_one_and_says_where_that_came_from():

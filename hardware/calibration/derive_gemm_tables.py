@@ -10,7 +10,8 @@ Writes, under hardware/calibration/:
   dgx-h100/gemm.csv (XLA sm_90, 125 shapes), dgx-h100/gemm_fp8.csv and hgx-h200/gemm_fp8.csv and
   gb200-nvl72/gemm_fp8.csv (Azure cuBLASLt FP8 sweeps), dgx-b200/gemm.csv (SimuMax's B200 sweep,
   432 shapes under 514 keys, read from its JSON file: PATH, default hardware/calibration/dgx-b200/sources/simumax_b200_bf16_ceperm.json;
-  without it the committed file is kept and only the models are rewritten);
+  without it the committed file is kept and only the models are rewritten), and gb200-nvl72/gemm.csv,
+  those B200 rows carried over to the GB200 (`transferred_gb200`);
 * modeled tables (`gemm_model.csv`, `gemm_model_fp8.csv`) for all four machines: NVIDIA's
   nvMatmulHeuristics anchored by work to a measured table (derive_gemm_model.derive_anchored),
   capped at the GPU's MAMF (ref §4.1 [S5]);
@@ -37,7 +38,7 @@ sys.path.insert(0, str(HERE))
 import derive_gemm_model as model  # noqa: E402
 import published_gemm as pub  # noqa: E402
 
-from simsp.calibration import GemmPoint, GemmTable, write_gemm_table  # noqa: E402
+from simsp.calibration import GemmPoint, GemmTable, read_gemm_table, write_gemm_table  # noqa: E402
 
 CAL = REPO / "hardware" / "calibration"
 SCRIPT = "hardware/calibration/derive_gemm_tables.py"
@@ -65,6 +66,8 @@ class Measured:
     what: str
     source: str
     derivation: str
+    kind: str = "MEASURED"
+    """MEASURED, or TRANSFERRED: another GPU's measured rows carried over by a stated rule."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,26 @@ def simumax_b200(path: Path) -> Measured:
                     "out_dtype dropped: one value per shape)")
 
 
+def transferred_gb200(b200_rows) -> Measured:
+    """SimuMax's B200 rows on the GB200: each row times nvMatmulHeuristics' GB200_NVL / B200
+    ratio at its own shape, held between 1 and the dense-peak ratio 2500 / 2250 (one Blackwell
+    die at 1200 W against 1000 W: no slower, and a clock-bound GEMM gains at most the clock)."""
+    top = pub.DENSE_BF16_PEAK["GB200"] / pub.DENSE_BF16_PEAK["B200"]
+    gb200, b200_model = model.make_model("GB200_NVL"), model.make_model("B200")
+    points = []
+    for p in b200_rows:
+        shape = (p.m, p.n, p.k, p.batch, p.layout)
+        ratio = model.model_tflops(gb200, *shape) / model.model_tflops(b200_model, *shape)
+        points.append(GemmPoint(*shape, tflops=round(p.tflops * min(max(ratio, 1.0), top), 3)))
+    return Measured("gb200-nvl72", "gemm.csv", tuple(points), "bf16",
+                    "NVIDIA GB200, carried over from SimuMax's B200",
+                    f"{len(points)} bf16 GEMM shapes of Llama/DeepSeek layers measured on a B200, "
+                    "carried over to the GB200 shape by shape", f"../dgx-b200/gemm.csv ({SIMUMAX_SRC})",
+                    "tflops = the B200 row x nvMatmulHeuristics (GB200_NVL / B200) at the row's shape, "
+                    f"the ratio held to 1..{top:.4f} (2500 / 2250 dense BF16, ref §1.1 [S2][S4])",
+                    kind="TRANSFERRED")
+
+
 MODELS = (
     Modeled("dgx-h100", "gemm_model.csv", "H100_SXM", "bf16", "dgx-h100/gemm.csv", "H100_SXM",
             pub.MAMF_BF16["H100"][3], "this folder's gemm.csv (XLA sm_90 and the square H100 SXM rows, "
@@ -173,7 +196,7 @@ MODELS = (
 def write_measured(t: Measured, date: str) -> Path:
     path = CAL / t.machine / t.name
     write_gemm_table(GemmTable(t.points, dtype=t.dtype, device=t.device), path, [
-        f"MEASURED GEMM throughput, {t.device}, {t.dtype}, by shape: {t.what}.",
+        f"{t.kind} GEMM throughput, {t.device}, {t.dtype}, by shape: {t.what}.",
         f"source: {t.source}.",
         f"derivation: {t.derivation}.",
         f"derived by: python {SCRIPT}",
@@ -246,6 +269,9 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
         measured.append(simumax_b200(simumax))
     else:
         print(f"note: {simumax} not found: dgx-b200/gemm.csv kept as committed", file=sys.stderr)
+    b200 = next((t for t in measured if t.machine == "dgx-b200"), None)
+    rows = b200.points if b200 else read_gemm_table(CAL / "dgx-b200" / "gemm.csv").points
+    measured.append(transferred_gb200(rows))
     written = [write_measured(t, date) for t in measured]
     results = [(t, write_model(t, date)) for t in MODELS]
     written += [r["path"] for _, r in results]
@@ -254,12 +280,14 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
                           "are not reused (this folder's `gemm_fp8.csv` is Azure's H200 sweep).",
               "dgx-b200": "No FP8 table by shape is published for B200: `gemm_model_fp8.csv` is anchored to "
                           "the GB200 sweep.",
-              "gb200-nvl72": "No bf16 table by shape is published for GB200: `gemm_model.csv` is anchored "
-                             "to `../dgx-b200/gemm.csv` (SimuMax's B200) through the two GPUs' models. "
-                             "`gb200-nvl72.yaml` does not take the B200 rows themselves: they were timed at a "
-                             "1000 W B200's clocks, and NVIDIA's model puts the 1200 W GB200 a median 14 % "
-                             "above the B200 on GEMMs of over a TFLOP (1.00-1.44), the MAMF maxima 4 %. "
-                             "The B200's FP8 table borrows GB200's measurements the same way."}
+              "gb200-nvl72": "No bf16 table by shape is published for GB200. `gemm.csv` carries SimuMax's "
+                             "B200 rows over shape by shape: each row times nvMatmulHeuristics' GB200_NVL / "
+                             "B200 ratio at its own shape, held between 1 and the dense-peak ratio 2500 / 2250 "
+                             "(one die at 1200 W against 1000 W; the model's ratio at batch-1 GEMMs of over a "
+                             "TFLOP has median 1.14 and reaches 1.44, past what the clocks allow; the MAMF "
+                             "maxima differ 4 %). Taken unchanged, the B200 rows would price the GB200 at a "
+                             "1000 W part's clocks. `gemm_model.csv` is anchored to the B200 rows through the "
+                             "B200 model, as the B200's FP8 table is to GB200's measurements."}
     for machine in ("dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"):
         own = [t for t in measured if t.machine == machine]
         if machine == "dgx-b200" and not any(t.name == "gemm.csv" for t in own):
