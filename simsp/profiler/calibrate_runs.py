@@ -50,7 +50,7 @@ def calibrate_runs(args, command: str) -> None:
     else:
         print(report(summary))
     if w is not None and not args.json:
-        from simsp.profiler.calibrate import compare
+        from simsp.profiler.prediction_change import compare
 
         print(compare(w, hw, load_hardware(args.out)))
 

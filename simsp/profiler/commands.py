@@ -479,8 +479,9 @@ def cmd_calibrate(args) -> None:
     """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction
     before/after."""
     from simsp.config import load_hardware, load_workload
-    from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate, compare
+    from simsp.profiler.calibrate import PATH_KEYS, Request, calibrate
     from simsp.profiler.memory_bound import memory_request
+    from simsp.profiler.prediction_change import compare
 
     if args.runs:
         from simsp.profiler.calibrate_runs import calibrate_runs
