@@ -3,7 +3,8 @@
 The override flags are generated from `knobs.KNOBS` (the fields of `ModelSpec`, `TrainingSpec`
 and `ParallelSpec`): one flag per field, named like the field (underscores as dashes), its help
 text the field's docstring. A new field is a new flag without an edit here. `cli.py`,
-`profiler/commands.py` and `sweep/commands.py` all import from this module, none from another.
+`profiler/parsers.py`, `profiler/commands.py` and `sweep/commands.py` all import from this
+module, none from another.
 """
 
 import argparse

@@ -172,7 +172,7 @@ def parser() -> Parser:
             p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
             p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")
         p.set_defaults(func=func)
-    from simsp.profiler.commands import register as register_profiler
+    from simsp.profiler.parsers import register as register_profiler
 
     register_profiler(sub)
     from simsp.validate import register as register_validate

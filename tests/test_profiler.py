@@ -23,7 +23,7 @@ from simsp.layer import Gemm, build_layer
 from simsp.layout import layer_placement
 from simsp.profiler import shapes
 from simsp.profiler.collectives import LOG_NAMES, OPS
-from simsp.profiler.commands import register
+from simsp.profiler.parsers import register
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
