@@ -6,9 +6,7 @@ Every problem is raised as one InputError naming the file, the key, the value an
 import dataclasses
 import glob
 import json
-import math
 import re
-import typing
 from pathlib import Path
 
 import yaml
@@ -25,8 +23,10 @@ from simsp.hardware import (
     NodeSpec,
     hardware_rules,
 )
+from simsp.hardware_set import apply_sets, own_link_rates, parse_set
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
+from simsp.spec_fields import build, check_scalar, required_section, unknown_top_keys
 from simsp.workload import TrainingSpec, Workload, validate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -126,137 +126,6 @@ def read_yaml(path) -> dict:
     return data
 
 
-MAX_INT = 2**53
-"""The largest integer a key takes: every count is used as a float somewhere, and past 2**53 a
-float no longer holds it exactly (10**400 does not fit in one at all)."""
-MAX_STR = 4096
-"""The longest string a key takes (a name, a per-stage list); longer is a pasted file."""
-
-
-def _check_number(file, key, value, kind, allow_zero):
-    """An int (or, for float keys, an int or float) that is finite, in range and signed right.
-
-    A whole float is an int (`global_batch: 1e6` reads as 1000000.0)."""
-    if kind is int and isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INT:
-        value = int(value)
-    ok = isinstance(value, int if kind is int else (int, float)) and not isinstance(value, bool)
-    if not ok:
-        raise InputError(file, key, value, f"must be {'an integer' if kind is int else 'a number'}")
-    if kind is int and abs(value) > MAX_INT:
-        raise InputError(file, key, value, f"must be at most 2**53 ({MAX_INT:,})")
-    if kind is float and (
-        abs(value) > MAX_INT if isinstance(value, int) else not math.isfinite(value)
-    ):
-        raise InputError(file, key, value, "must be a finite number")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise InputError(
-            file, key, value, "must be positive" if not allow_zero else "must not be negative"
-        )
-    return kind(value)
-
-
-def _check_scalar(file, key, value, kind, allow_zero):
-    """Type and sign check of one scalar field."""
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise InputError(file, key, value, "must be true or false")
-        return value
-    if kind is str:
-        if not isinstance(value, str) or not value:
-            raise InputError(file, key, value, "must be a non-empty string")
-        if len(value) > MAX_STR:
-            raise InputError(file, key, value, f"must be at most {MAX_STR} characters")
-        return value
-    return _check_number(file, key, value, kind, allow_zero)
-
-
-def _check_steps(file, key, value):
-    """A mapping or list of (threshold, value) pairs -> ascending tuple of float pairs."""
-    pairs = value.items() if isinstance(value, dict) else value
-    try:
-        steps = tuple(sorted((float(a), float(b)) for a, b in pairs))
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(
-            file, key, value, "must map numbers to numbers, e.g. {0: 0.3, 1e6: 0.6}"
-        ) from None
-    finite = all(math.isfinite(a) and math.isfinite(b) for a, b in steps)
-    if not steps or not finite or any(a < 0 or b <= 0 for a, b in steps):
-        raise InputError(
-            file,
-            key,
-            value,
-            "must be a non-empty map of finite non-negative thresholds to positive values",
-        )
-    return steps
-
-
-check_scalar = _check_scalar
-"""The scalar rules, for other readers of user values (the sweep grid)."""
-
-
-def _allow_zero(f: dataclasses.Field) -> bool:
-    """A field whose default is 0 (0 meaning 'not given'), or one marked so, may be 0."""
-    return f.default == 0 or f.metadata.get("allow_zero", False)
-
-
-def build(cls, data, file, prefix=""):
-    """Build dataclass cls from a mapping, checking unknown/missing keys, types and signs."""
-    if not isinstance(data, dict):
-        raise InputError(file, prefix.rstrip(".") or "file", data, "must be a mapping")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for key in data:
-        if key not in fields:
-            raise InputError(
-                file, prefix + str(key), data[key], f"unknown key; known: {', '.join(fields)}"
-            )
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for name, f in fields.items():
-        key = prefix + name
-        has_default = (
-            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        )
-        if name not in data:
-            if not has_default:
-                raise InputError(file, key, None, "is required")
-            continue
-        kind = hints[name]
-        allow_zero = _allow_zero(f)
-        value = data[name]
-        if f.metadata.get("number_list") and isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)  # a one-entry list YAML read as a number
-        if kind in (int, float, bool, str):
-            values[name] = _check_scalar(file, key, value, kind, allow_zero=allow_zero)
-        elif kind == bool | str:
-            text = (
-                {"true": True, "false": False}.get(value, value)
-                if isinstance(value, str)
-                else value
-            )
-            values[name] = (
-                text if isinstance(text, bool) else _check_scalar(file, key, text, str, False)
-            )
-        elif kind == tuple[str, ...]:
-            items = data[name] if isinstance(data[name], list) else [data[name]]
-            values[name] = tuple(_check_scalar(file, key, v, str, False) for v in items)
-        else:
-            values[name] = _check_steps(file, key, data[name])
-    return cls(**values)
-
-
-def _section(data, file, name, cls):
-    """One required top-level section built into cls."""
-    if name not in data:
-        raise InputError(file, name, None, "is required")
-    return build(cls, data[name], file, prefix=name + ".")
-
-
-def _unknown_top(data, file, known):
-    for key in data:
-        if key not in known:
-            raise InputError(file, key, data[key], f"unknown key; known: {', '.join(known)}")
-
-
 def read_json(path) -> dict:
     """Load a JSON object (a Hugging Face config.json), or raise InputError."""
     text = read_text(path)
@@ -271,7 +140,7 @@ def read_json(path) -> dict:
     return data
 
 
-def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
+def _modelrequired_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     """The `model:` mapping, with `hf_config: PATH` (relative to the workload file) expanded
     into its fields and the mapping's own keys, then the CLI's, laid over them.
 
@@ -289,7 +158,7 @@ def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     if "hf_config" in section:
         from simsp.hf_config import model_fields
 
-        given_path = _check_scalar(file, "model.hf_config", section.pop("hf_config"), str, False)
+        given_path = check_scalar(file, "model.hf_config", section.pop("hf_config"), str, False)
         hf_path = Path(file).parent / given_path
         if not hf_path.is_file():
             raise InputError(file, "model.hf_config", given_path, f"no such file ({hf_path})")
@@ -302,7 +171,7 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
     """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...},
     'training': {...}}), validate."""
     data = read_yaml(path)
-    _unknown_top(data, path, ("name", "model", "training", "parallel"))
+    unknown_top_keys(data, path, ("name", "model", "training", "parallel"))
     overrides = dict(overrides or {})
     model_overrides = overrides.pop("model", {}) or {}
     for section in ("training", "parallel"):
@@ -313,11 +182,11 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
         merged = dict(data.get(section) or {})
         merged.update({k: v for k, v in values.items() if v is not None})
         data[section] = merged
-    name = _check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
+    name = check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
     w = Workload(
         name=name,
-        model=_model_section(data, path, model_overrides),
-        training=_section(data, path, "training", TrainingSpec),
+        model=_modelrequired_section(data, path, model_overrides),
+        training=required_section(data, path, "training", TrainingSpec),
         parallel=build(ParallelSpec, data.get("parallel", {}), path, prefix="parallel."),
     )
     return validate(w, str(path))
@@ -334,77 +203,6 @@ def _resolve_paths(file, key, patterns, folder: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
-HARDWARE_SECTIONS = {
-    "gpu": GpuSpec,
-    "node": NodeSpec,
-    "network": NetworkSpec,
-    "memory_bound": MemoryBoundSpec,
-    "calibration": CalibrationSpec,
-}
-"""The sections of a hardware file that `--set SECTION.KEY=VALUE` reaches."""
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def numeric_keys(section: str) -> dict[str, dataclasses.Field]:
-    """The int and float fields of one hardware section, by name."""
-    cls = HARDWARE_SECTIONS[section]
-    hints = typing.get_type_hints(cls)
-    return {f.name: f for f in dataclasses.fields(cls) if hints[f.name] in (int, float)}
-
-
-def parse_set(text: str) -> tuple[str, int | float]:
-    """One `--set SECTION.KEY=VALUE`: a numeric key of a hardware section and a number for it,
-    checked by the rules a file's value meets (type, sign), or InputError naming `--set`."""
-    key, sep, value = (part.strip() for part in str(text).partition("="))
-    if not sep or not key:
-        raise InputError("--set", key or "SECTION.KEY", value, "must be SECTION.KEY=VALUE")
-    section, _, name = key.partition(".")
-    if section not in HARDWARE_SECTIONS:
-        raise InputError(
-            "--set", key, value, f"unknown hardware section; known: {', '.join(HARDWARE_SECTIONS)}"
-        )
-    fields = {f.name for f in dataclasses.fields(HARDWARE_SECTIONS[section])}
-    numeric = numeric_keys(section)
-    if name not in numeric:
-        rule = "is not a numeric key (names, paths and curves are set in the file)"
-        if name not in fields:
-            rule = "unknown key"
-        raise InputError("--set", key, value, f"{rule}; numeric keys: {', '.join(numeric)}")
-    if not _NUMBER.fullmatch(value):
-        raise InputError("--set", key, value, "must be a number")
-    digits = value.lstrip("+-")
-    number = int(value) if digits.isdigit() and len(digits) <= 20 else float(value)
-    f = numeric[name]
-    kind = typing.get_type_hints(HARDWARE_SECTIONS[section])[name]
-    return key, _check_scalar("--set", key, number, kind, _allow_zero(f))
-
-
-def _own_link_rates(hw: HardwareSpec) -> HardwareSpec:
-    """The rates the collective tables were measured at, where the file leaves them 0: its own
-    link rates (taken before any `--set`, so that a `--set` moves the link, not the
-    measurement; simsp.cost.network)."""
-    cal = hw.calibration
-    return dataclasses.replace(
-        hw,
-        calibration=dataclasses.replace(
-            cal,
-            measured_nvlink_gbps=cal.measured_nvlink_gbps or hw.node.nvlink_gbps,
-            measured_nic_gbps=cal.measured_nic_gbps or hw.network.nic_gbps,
-            measured_nics_per_node=cal.measured_nics_per_node or hw.network.nics_per_node,
-        ),
-    )
-
-
-def apply_sets(hw: HardwareSpec, sets: dict) -> HardwareSpec:
-    """hw with each SECTION.KEY of `sets` (parsed by parse_set) replaced, and recorded."""
-    for key, value in sets.items():
-        section, name = key.split(".")
-        hw = dataclasses.replace(
-            hw, **{section: dataclasses.replace(getattr(hw, section), **{name: value})}
-        )
-    return dataclasses.replace(hw, overrides=tuple(sets.items())) if sets else hw
-
-
 def load_hardware(path=None, sets=()) -> HardwareSpec:
     """Read a hardware YAML; calibration paths become absolute. A bare name (`dgx-h100`) is a
     file of the hardware library (hardware/NAME.yaml). `sets` are `--set SECTION.KEY=VALUE`
@@ -413,7 +211,7 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
     given = dict(parse_set(text) for text in sets)
     path = library_path(path) if path else default_hardware_path()
     data = read_yaml(path)
-    _unknown_top(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
+    unknown_top_keys(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
     given_cal = data.get("calibration")
     cal = build(CalibrationSpec, {} if given_cal is None else given_cal, path, "calibration.")
     folder = path.resolve().parent
@@ -434,15 +232,15 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )
     hw = HardwareSpec(
-        name=_check_scalar(path, "name", data.get("name", path.stem), str, False),
-        gpu=_section(data, path, "gpu", GpuSpec),
-        node=_section(data, path, "node", NodeSpec),
-        network=_section(data, path, "network", NetworkSpec),
-        memory_bound=_section(data, path, "memory_bound", MemoryBoundSpec),
+        name=check_scalar(path, "name", data.get("name", path.stem), str, False),
+        gpu=required_section(data, path, "gpu", GpuSpec),
+        node=required_section(data, path, "node", NodeSpec),
+        network=required_section(data, path, "network", NetworkSpec),
+        memory_bound=required_section(data, path, "memory_bound", MemoryBoundSpec),
         calibration=cal,
         source=str(path),
     )
-    hw = apply_sets(_own_link_rates(hw), given)
+    hw = apply_sets(own_link_rates(hw), given)
     for key, value, holds, rule in hardware_rules(hw):
         if not holds:
             raise InputError("--set" if key in given else path, key, value, rule)

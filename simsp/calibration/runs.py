@@ -161,7 +161,7 @@ def _measured_s(where: str, text: str | None) -> float:
 
 
 def _value(where: str, column: str, text: str, knob):
-    """A cell as its knob's type; the range rules are the workload's own (config.build)."""
+    """A cell as its knob's type; the range rules are the workload's own (spec_fields.build)."""
     if knob.name == "bias":
         return parse_bias(text)
     if knob.kind is bool:
@@ -210,9 +210,9 @@ def _from_file(where: str, folder: Path, given: str, sections: dict, cells: dict
 
 def _inline(where: str, name: str, sections: dict, cells: dict) -> Workload:
     """A workload built from the row's keys alone, checked as a workload YAML's would be."""
-    from simsp.config import build
     from simsp.model import ModelSpec
     from simsp.parallel import ParallelSpec
+    from simsp.spec_fields import build
     from simsp.workload import TrainingSpec, validate
 
     try:

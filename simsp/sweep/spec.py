@@ -80,7 +80,7 @@ def resolve(spec_path: Path, key: str, value) -> Path:
 def _grid_value(file, key: str, v):
     """One grid value checked as the workload file's own key would be (config's scalar rules:
     finite, at most 2**53, the right type), plus the key's named choices."""
-    from simsp.config import check_scalar
+    from simsp.spec_fields import check_scalar
 
     kind = GRID_KEYS[key][2]
     if key in CHOICES:
@@ -132,7 +132,8 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
 def load_spec(path, sets=()) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
     (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
-    from simsp.config import check_scalar, load_hardware, load_workload, read_yaml
+    from simsp.config import load_hardware, load_workload, read_yaml
+    from simsp.spec_fields import check_scalar
 
     path = Path(path)
     data = read_yaml(path)
