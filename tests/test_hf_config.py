@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from simsp.errors import InputError
-from simsp.hf_config import FAMILIES, model_fields
+from simsp.hf_config import model_fields
+from simsp.hf_families import FAMILIES
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.workload import TrainingSpec, Workload, validate
