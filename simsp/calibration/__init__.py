@@ -31,8 +31,8 @@ from simsp.calibration.nccl import (
     CollectiveTable,
     merge_tables,
     read_nccl_log,
-    write_nccl_log,
 )
+from simsp.calibration.nccl_writer import write_nccl_log
 
 __all__ = [
     "AttentionPoint",
