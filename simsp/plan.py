@@ -12,7 +12,8 @@ from functools import cached_property, partial
 from simsp import schedule
 from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
-from simsp.cost.layer_time import LayerTime, layer_time
+from simsp.cost.layer_entries import LayerTime
+from simsp.cost.layer_time import layer_time
 from simsp.errors import InputError
 from simsp.gradient_sync import (
     chunk_gradients,

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from simsp import analytic, schedule
-from simsp.cost.layer_time import LayerTime
+from simsp.cost.layer_entries import LayerTime
 from simsp.engine import simulate
 from simsp.memory import memory_report
 from simsp.plan import ChunkCost

@@ -15,102 +15,20 @@ GEMM and the all-gather of a row-parallel layer's output gradient by ring exchan
 """
 
 import dataclasses
-from dataclasses import dataclass
-from functools import cached_property
 
 from simsp.cost import CostModel
-from simsp.cost import ring_correction as rc
 from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_shapes
+from simsp.cost.layer_entries import Entry, LayerTime
 from simsp.cost.overlap import (
     RS_SPLITS,
-    ring_exposed_s,
     shared_sms_s,
     split_overlap_ag_s,
     split_overlap_rs_s,
 )
-from simsp.layer import Attention, Op
+from simsp.cost.ring_attention import ring_attention_entries
+from simsp.layer import Op
 from simsp.layout import Placement
 from simsp.parallel import ParallelSpec
-
-PHASES = ("forward", "recompute", "backward", "input", "weight")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One op's part of one pass of one layer."""
-
-    op: str
-    phase: str
-    kind: str
-    stream: str
-    """compute or comm."""
-    seconds: float
-    """Added to the pass's critical path."""
-    busy_s: float
-    """Time the op occupies its stream (> seconds when hidden behind compute)."""
-    source: str
-    """table, roofline, bandwidth or nccl."""
-
-
-@dataclass(frozen=True)
-class LayerTime:
-    """Entries of one layer for one microbatch; recompute entries count as backward time."""
-
-    entries: tuple[Entry, ...]
-    split: tuple[Entry, ...] = ()
-    """The same layer with its backward split as zero-bubble schedules run it: phases
-    recompute and input (I: everything but the weight gradients, the input-gradient collectives
-    fully exposed) and weight (W: the weight-gradient GEMMs alone)."""
-
-    def seconds(self, *phases: str) -> float:
-        """Sum of the entries of the given phases."""
-        return sum(e.seconds for e in self.entries if e.phase in phases)
-
-    @cached_property
-    def forward_s(self) -> float:
-        return self.seconds("forward")
-
-    @cached_property
-    def backward_s(self) -> float:
-        """Backward including recompute, as the paper's Table 4 reports it."""
-        return self.seconds("recompute", "backward")
-
-    @cached_property
-    def forward_tp_s(self) -> float:
-        """Exposed TP communication of the forward."""
-        return self.by_stream("comm", "forward")
-
-    @cached_property
-    def backward_tp_s(self) -> float:
-        """Exposed TP communication of recompute and backward."""
-        return self.by_stream("comm", "recompute", "backward")
-
-    @cached_property
-    def recompute_s(self) -> float:
-        return self.seconds("recompute")
-
-    @cached_property
-    def input_s(self) -> float:
-        """An I pass: recompute and the backward without the weight gradients."""
-        return sum(e.seconds for e in self.split if e.phase in ("recompute", "input"))
-
-    @cached_property
-    def weight_s(self) -> float:
-        """A W pass: the weight-gradient GEMMs."""
-        return sum(e.seconds for e in self.split if e.phase == "weight")
-
-    @cached_property
-    def input_tp_s(self) -> float:
-        """Exposed TP communication of an I pass."""
-        return sum(e.seconds for e in self.split if e.stream == "comm")
-
-    def busy_s(self, kind: str, *phases: str) -> float:
-        """Stream-busy seconds of one kind's entries (cp_comm: the context-parallel exchanges)."""
-        return sum(e.busy_s for e in self.entries if e.kind == kind and e.phase in phases)
-
-    def by_stream(self, stream: str, *phases: str) -> float:
-        """Critical-path seconds of one stream's entries."""
-        return sum(e.seconds for e in self.entries if e.stream == stream and e.phase in phases)
 
 
 class _Pass:
@@ -138,73 +56,6 @@ class _Pass:
         name = f"{op.name}: {collective.op.replace('_', '-')}"
         kind = "cp_comm" if collective.group == "cp" else "comm"
         return Entry(name, phase, kind, "comm", max(0.0, t - hidden_behind), t, "nccl")
-
-    def ring_attention(self, op: Op, phase: str, backward: bool) -> list[Entry]:
-        """Context-parallel attention over a ring of c steps (Transformer Engine 2.5
-        AttnFuncWithCPAndKVP2P): step 0 is the causal block of the rank's own chunks; each later
-        step is a non-causal block of half the rows or half the keys (s/c x s/2c), so every step
-        is half an (s/c)² block. Forward, the next rank's K/V travels while a step computes (c -
-        1 sends); backward, step 0 sends K/V, the middle steps K/V with the gradients gathered
-        so far, the last step the finished dK/dV (2(c - 1) K/V-sized sends in all). A step
-        shorter than the transfer alongside it waits for the difference: the ring's exposed
-        time; a step runs on the SMs its send leaves."""
-        att, cm = op.attention, self.cost.compute
-        diagonal = cm.flash_attention(
-            Attention(att.batch_heads, att.seq_len, att.head_dim, True, kernel=att.kernel), backward
-        )
-        half = cm.flash_attention(
-            Attention(
-                att.batch_heads,
-                att.seq_len,
-                att.head_dim,
-                False,
-                att.seq_len // 2,
-                kernel=att.kernel,
-            ),
-            backward,
-        )
-        c, kv = att.ring_steps, self.collective_s(att.ring)
-        label = op.name + (" grad" if backward else "")
-        extra = rc.slowest_rank(att, backward, cm.memory_bound)
-        sends = [kv] + [2 * kv] * (c - 2) + [kv] if backward else [kv] * (c - 1)
-        # each step computes on the SMs its send leaves (overlap.shared_sms_s)
-        u = self.cost.hw.calibration.collective_sm_share
-        beside = sends + [0.0] * (c - len(sends))
-        steps = [
-            shared_sms_s(t, send, u)
-            for t, send in zip([diagonal.seconds] + [half.seconds] * (c - 1), beside, strict=True)
-        ]
-        # Backward, a step's dQ accumulation runs before the wait for its send (lines 2320-2395)
-        dq = next((k.seconds for k in extra if k.name == rc.DQ_ACCUMULATION), None)
-        cover = [t + a for t, a in zip(steps, dq, strict=True)] if dq else steps
-        exposed = ring_exposed_s(cover, sends)
-        source = diagonal.source
-        entries = [
-            Entry(
-                f"{label}: {k.name}",
-                phase,
-                "cp_correction",
-                "compute",
-                k.exposed_s,
-                k.busy_s,
-                "bandwidth",
-            )
-            for k in extra
-        ]
-        return [
-            *entries[:1],
-            Entry(label, phase, op.kind, "compute", sum(steps), sum(steps), source),
-            Entry(
-                f"{label}: cp ring send-recv",
-                phase,
-                "cp_comm",
-                "comm",
-                exposed,
-                sum(sends),
-                "nccl",
-            ),
-            *entries[1:],
-        ]
 
     def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
         return Entry(name, phase, kind, "compute", timed.seconds, timed.seconds, timed.source)
@@ -278,7 +129,7 @@ class _Pass:
             return []  # backward-only op
         cm = self.cost.compute
         if op.attention and op.attention.ring:
-            return self.ring_attention(op, phase, backward=False)
+            return ring_attention_entries(self, op, phase, backward=False)
         if op.attention:
             timed = cm.flash_attention(op.attention)
         else:
@@ -310,7 +161,7 @@ class _Pass:
                 return []  # with the dgrad before it
             return [self.comm(op, op.bwd_comm, "backward")]
         if op.attention and op.attention.ring:
-            return self.ring_attention(op, "backward", backward=True)
+            return ring_attention_entries(self, op, "backward", backward=True)
         if op.attention:
             return [
                 self.compute(
