@@ -27,7 +27,8 @@ from simsp.hardware_set import apply_sets, own_link_rates, parse_set
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.spec_fields import build, check_scalar, required_section, unknown_top_keys
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_HARDWARE = "hardware/dgx-a100-80gb.yaml"
@@ -140,7 +141,7 @@ def read_json(path) -> dict:
     return data
 
 
-def _modelrequired_section(data: dict, file, model_overrides: dict) -> ModelSpec:
+def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     """The `model:` mapping, with `hf_config: PATH` (relative to the workload file) expanded
     into its fields and the mapping's own keys, then the CLI's, laid over them.
 
@@ -185,7 +186,7 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
     name = check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
     w = Workload(
         name=name,
-        model=_modelrequired_section(data, path, model_overrides),
+        model=_model_section(data, path, model_overrides),
         training=required_section(data, path, "training", TrainingSpec),
         parallel=build(ParallelSpec, data.get("parallel", {}), path, prefix="parallel."),
     )

@@ -213,7 +213,7 @@ def split_layers(par: ParallelSpec, layers: int) -> tuple[int, ...]:
     stages hold that many and the stages left share the rest, each stage's layers split equally
     over its chunks; with account_for_embedding/loss_in_pipeline_split the embedding and the loss
     count as a layer each, taken from the first and last chunk. The workload rules check that
-    the shares are whole (workload.py)."""
+    the shares are whole (workload_rules.py)."""
     from simsp.schedule import stage_and_chunk
 
     p, v = par.pp, par.chunks

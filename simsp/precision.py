@@ -115,9 +115,10 @@ capability 10.0 or later)."""
 
 
 def fp8_gemm_layout(layout: str, compute_capability: float) -> str:
-    """The layout an FP8 GEMM runs in. Hopper's FP8 tensor cores take TN only, so Transformer
-    Engine runs dgrad and wgrad as TN on FP8 transposed copies; Blackwell's take every layout
-    (TE 2.11 `utils.is_non_tn_fp8_gemm_supported`: compute capability 10.x-11.x or 13.0 on)."""
+    """The layout an FP8 GEMM runs in. On Hopper (and sm_120 Blackwell) FP8 GEMMs are TN only, so
+    Transformer Engine runs dgrad and wgrad as TN on FP8 transposed copies; data-centre
+    Blackwell runs every layout (TE 2.11 `utils.is_non_tn_fp8_gemm_supported`: compute
+    capability 10.x-11.x or 13.0 on)."""
     cc = compute_capability
     return layout if 10.0 <= cc < 12.0 or cc >= 13.0 else "TN"
 

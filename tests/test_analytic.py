@@ -11,7 +11,7 @@ from simsp.engine import simulate
 from simsp.errors import InputError
 from simsp.memory import memory_report
 from simsp.plan import ChunkCost, StageCosts, build_plan
-from simsp.workload import validate
+from simsp.workload_rules import validate
 
 from .conftest import PAPER_MODELS
 

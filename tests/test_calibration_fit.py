@@ -24,7 +24,8 @@ from simsp.errors import InputError
 from simsp.layer import Gemm
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "hardware" / "vtrain-a100.yaml"

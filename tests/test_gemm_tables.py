@@ -189,6 +189,29 @@ def test_a_bound_fp8_rate_is_twice_the_bf16_one_and_says_where_that_came_from():
     assert timed.seconds == pytest.approx(g.flops / (2 * bf16 * 1e12))
 
 
+def test_the_bound_takes_the_bf16_rate_of_the_kernel_fp8_runs():
+    """A dgrad (NN) look-up: on Blackwell the FP8 kernel is NN too, so the bound is twice the
+    BF16 NN rate; the same tables on a Hopper-class GPU (TN-only FP8) bound it by the BF16 TN
+    rate. Llama-3.1-70B fc1 at tp 4 (4096 x 7168 x 8192): BF16 NN and TN differ by a third."""
+    hw = load_hardware(REPO / "hardware" / "dgx-b200.yaml")
+    hopper = dataclasses.replace(hw, gpu=dataclasses.replace(hw.gpu, compute_capability=9.0))
+    g = Gemm(4096, 7168, 8192)
+    fp8 = dataclasses.replace(g, dtype="fp8")
+    blackwell, tn_only = ComputeModel(hw), ComputeModel(hopper)
+    assert blackwell.tflops(fp8, "NN")[0] == pytest.approx(2 * blackwell.tflops(g, "NN")[0])
+    assert tn_only.tflops(fp8, "NN")[0] == pytest.approx(2 * tn_only.tflops(g, "TN")[0])
+    assert blackwell.tflops(g, "NN")[0] < 0.8 * blackwell.tflops(g, "TN")[0]
+
+
+def test_the_gb200_rows_rederive_to_the_committed_bytes(tmp_path):
+    pytest.importorskip("nvMatmulHeuristics")
+    tables = _module("derive_gemm_tables")
+    shipped = CAL / "gb200-nvl72" / "gemm.csv"
+    b200 = read_gemm_table(CAL / "dgx-b200" / "gemm.csv").points
+    out = tables.write_measured(tables.transferred_gb200(b200), _date(shipped), tmp_path / "g.csv")
+    assert out.read_bytes() == shipped.read_bytes()
+
+
 @pytest.mark.parametrize("machine", ("dgx-h100", "dgx-b200"))
 def test_llama70b_takes_at_most_a_tenth_of_gemm_time_from_the_roofline(machine):
     out = subprocess.run(

@@ -13,7 +13,8 @@ from simsp.hf_config import model_fields
 from simsp.hf_families import FAMILIES
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MODELS = WORKLOADS / "models"
@@ -286,8 +287,8 @@ def test_nemotron_gated_act_refused():
 
 @pytest.mark.parametrize("name", sorted(HF_WORKLOADS))
 def test_hf_workload_obeys_the_rules(name):
-    """Each workload naming an hf_config builds and passes simsp.workload.validate (layers into
-    pp x virtual_stages chunks, batch into micro x dp, microbatches into pp, tp into heads)."""
+    """Each workload naming an hf_config builds and passes simsp.workload_rules.validate (layers
+    into pp x virtual_stages chunks, batch into micro x dp, microbatches into pp, tp into heads)."""
     data = yaml.safe_load((WORKLOADS / f"{name}.yaml").read_text())
     model = dict(data["model"])
     path = model.pop("hf_config")

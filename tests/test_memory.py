@@ -195,7 +195,7 @@ def test_master_remainders_save_two_bytes_of_each_shard(workloads, hardware):
     10/d bytes a parameter instead of 6 + 12/d; it needs the distributed optimizer and no FP8
     primary weights (one-line errors naming the key)."""
     from simsp.errors import InputError
-    from simsp.workload import validate
+    from simsp.workload_rules import validate
 
     w = workloads["gpt-22b"]
     par = dataclasses.replace(w.parallel, dp=4, distributed_optimizer=True)
@@ -273,7 +273,7 @@ def test_interleaved_walk_of_a_steady_few_microbatches_finds_every_peak(p, v):
 def test_cached_dummy_wgrads_do_not_combine_with_fsdp():
     from simsp.config import load_workload
     from simsp.errors import InputError
-    from simsp.workload import validate
+    from simsp.workload_rules import validate
 
     w = load_workload("workloads/llama-3.1-8b.yaml")
     par = dataclasses.replace(

@@ -31,7 +31,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 @pytest.mark.parametrize("kind", ["gemm", "attention", "nccl"])
 def test_the_profilers_tables_are_written_whole_or_not_at_all(tmp_path, monkeypatch, kind):
     """`simsp profile` and `calibrate` write tables through these; a failure keeps the old one."""
-    from simsp.calibration import attention, gemm, nccl
+    from simsp.calibration import attention, gemm, nccl, nccl_writer
 
     shipped = "hardware/calibration/dgx-a100-80gb"
     write = {
@@ -39,7 +39,7 @@ def test_the_profilers_tables_are_written_whole_or_not_at_all(tmp_path, monkeypa
         "attention": lambda p: attention.write_attention_table(
             p, attention.read_attention_table(f"{shipped}/flash_attention.csv").points
         ),
-        "nccl": lambda p: nccl.write_nccl_log(nccl.read_nccl_log(NVLINK_LOG), p),
+        "nccl": lambda p: nccl_writer.write_nccl_log(nccl.read_nccl_log(NVLINK_LOG), p),
     }[kind]
     target = tmp_path / "table"
     write(target)

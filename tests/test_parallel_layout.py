@@ -21,13 +21,13 @@ from simsp.gradient_sync import (
     interleaved_gather_exposed_s,
     param_gather_exposed_s,
 )
-from simsp.layer import build_layer
+from simsp.layer import Attention, build_layer
 from simsp.layout import layer_placement, layout
 from simsp.memory import activation_per_layer_bytes, stage_memory
 from simsp.parallel import ParallelSpec
 from simsp.params import layer_params_per_rank, stage_params
 from simsp.plan import stage_costs
-from simsp.workload import validate
+from simsp.workload_rules import validate
 
 H100 = load_hardware("hardware/dgx-h100.yaml")
 
@@ -99,8 +99,8 @@ def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
     att = next(op for op in build_layer(w.model, w.parallel, 1) if op.attention).attention
     cm = cost_model(H100).compute
     bh, s, d = att.batch_heads, att.seq_len, att.head_dim
-    diagonal = cm.flash_attention(LT.Attention(bh, s, d)).seconds
-    half = cm.flash_attention(LT.Attention(bh, s, d, False, s // 2)).seconds
+    diagonal = cm.flash_attention(Attention(bh, s, d)).seconds
+    half = cm.flash_attention(Attention(bh, s, d, False, s // 2)).seconds
     # the three steps beside a send run on the SMs it leaves; the last step runs alone
     u = H100.calibration.collective_sm_share
     d_, h_ = (shared_sms_s(t, send_s, u) for t in (diagonal, half))

@@ -9,7 +9,7 @@ from simsp.analytic import costs
 from simsp.errors import InputError
 from simsp.flops import hardware_flops
 from simsp.memory import activation_per_layer_bytes, stage_activation_bytes
-from simsp.workload import validate
+from simsp.workload_rules import validate
 
 
 def _w(workloads, recompute, n=0, schedule="1f1b"):

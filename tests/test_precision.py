@@ -261,7 +261,7 @@ def test_fp8_primary_weights_drop_the_bf16_copy_and_gather_in_fp8():
 def test_fp8_param_gather_needs_fp8():
     w = _workload("bf16")
     bad = dataclasses.replace(w, training=dataclasses.replace(w.training, fp8_param_gather=True))
-    from simsp.workload import validate
+    from simsp.workload_rules import validate
 
     with pytest.raises(InputError, match="training.fp8_param_gather"):
         validate(bad, "w")

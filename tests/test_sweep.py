@@ -15,7 +15,7 @@ import yaml
 
 from simsp import sweep
 from simsp.cli import main as cli_main
-from simsp.workload import validate
+from simsp.workload_rules import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_175B = ROOT / "workloads" / "sweeps" / "gpt3-175b-64gpu.yaml"

@@ -20,7 +20,8 @@ from simsp.validate.spread import (
     same_published_configuration,
     without_trailing_parenthesis,
 )
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 BASE = validate(
     Workload(

@@ -12,7 +12,7 @@ from simsp.engine import simulate
 from simsp.memory import memory_report
 from simsp.plan import ChunkCost
 from simsp.report import run
-from simsp.workload import validate
+from simsp.workload_rules import validate
 
 from .test_engine import uniform_plan
 

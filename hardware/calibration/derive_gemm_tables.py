@@ -6,12 +6,13 @@ Usage (from the repository root):
 
 Writes, under hardware/calibration/:
 
-* measured tables (`gemm.csv` bf16, `gemm_fp8.csv` fp8 e4m3), each row a published measurement:
+* measured tables (`gemm.csv` bf16, `gemm_fp8.csv` fp8 e4m3), each row a published measurement
+  (but gb200-nvl72/gemm.csv, TRANSFERRED from the B200's, below):
   dgx-h100/gemm.csv (XLA sm_90, 125 shapes), dgx-h100/gemm_fp8.csv and hgx-h200/gemm_fp8.csv and
   gb200-nvl72/gemm_fp8.csv (Azure cuBLASLt FP8 sweeps), dgx-b200/gemm.csv (SimuMax's B200 sweep,
   432 shapes under 514 keys, read from its JSON file: PATH, default hardware/calibration/dgx-b200/sources/simumax_b200_bf16_ceperm.json;
-  without it the committed file is kept and only the models are rewritten), and gb200-nvl72/gemm.csv,
-  those B200 rows carried over to the GB200 (`transferred_gb200`);
+  without it the committed file is kept and read), and gb200-nvl72/gemm.csv, those B200 rows
+  carried over to the GB200 (`transferred_gb200`);
 * modeled tables (`gemm_model.csv`, `gemm_model_fp8.csv`) for all four machines: NVIDIA's
   nvMatmulHeuristics anchored by work to a measured table (derive_gemm_model.derive_anchored),
   capped at the GPU's MAMF (ref §4.1 [S5]);
@@ -150,8 +151,10 @@ def simumax_b200(path: Path) -> Measured:
 
 def transferred_gb200(b200_rows) -> Measured:
     """SimuMax's B200 rows on the GB200: each row times nvMatmulHeuristics' GB200_NVL / B200
-    ratio at its own shape, held between 1 and the dense-peak ratio 2500 / 2250 (one Blackwell
-    die at 1200 W against 1000 W: no slower, and a clock-bound GEMM gains at most the clock)."""
+    ratio at its own shape, held between 1 and the dense-peak ratio 2500 / 2250. The same GPU
+    at 1200 W against 1000 W should be no slower; the upper hold is a heuristic, the two parts'
+    rated-clock ratio (under their power limits both run below those clocks). It binds on 226
+    of the 432 rows, so most large shapes gain exactly 1.111; MAMF's best shapes gain 1.044."""
     top = pub.DENSE_BF16_PEAK["GB200"] / pub.DENSE_BF16_PEAK["B200"]
     gb200, b200_model = model.make_model("GB200_NVL"), model.make_model("B200")
     points = []
@@ -193,8 +196,8 @@ MODELS = (
 )
 
 
-def write_measured(t: Measured, date: str) -> Path:
-    path = CAL / t.machine / t.name
+def write_measured(t: Measured, date: str, path: Path | None = None) -> Path:
+    path = path or CAL / t.machine / t.name
     write_gemm_table(GemmTable(t.points, dtype=t.dtype, device=t.device), path, [
         f"{t.kind} GEMM throughput, {t.device}, {t.dtype}, by shape: {t.what}.",
         f"source: {t.source}.",
@@ -283,11 +286,13 @@ def derive(date: str, simumax: Path | None) -> list[Path]:
               "gb200-nvl72": "No bf16 table by shape is published for GB200. `gemm.csv` carries SimuMax's "
                              "B200 rows over shape by shape: each row times nvMatmulHeuristics' GB200_NVL / "
                              "B200 ratio at its own shape, held between 1 and the dense-peak ratio 2500 / 2250 "
-                             "(one die at 1200 W against 1000 W; the model's ratio at batch-1 GEMMs of over a "
-                             "TFLOP has median 1.14 and reaches 1.44, past what the clocks allow; the MAMF "
-                             "maxima differ 4 %). Taken unchanged, the B200 rows would price the GB200 at a "
-                             "1000 W part's clocks. `gemm_model.csv` is anchored to the B200 rows through the "
-                             "B200 model, as the B200's FP8 table is to GB200's measurements."}
+                             "(the same GPU at 1200 W against 1000 W). The upper hold is a heuristic, the "
+                             "parts' rated-clock ratio, and it binds on 226 of the 432 rows (the model's ratio "
+                             "at batch-1 GEMMs of over a TFLOP has median 1.14 and reaches 1.44); the MAMF "
+                             "maxima differ 4 %. Taken unchanged, the B200 rows would price the GB200 at a "
+                             "1000 W part's clocks. Shapes off the table take `gemm_model.csv`, anchored to "
+                             "the B200 rows through the B200 model and not held (0.72-1.44 of the B200's), as "
+                             "the B200's FP8 table is anchored to GB200's measurements."}
     for machine in ("dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"):
         own = [t for t in measured if t.machine == machine]
         if machine == "dgx-b200" and not any(t.name == "gemm.csv" for t in own):

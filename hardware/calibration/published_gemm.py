@@ -55,10 +55,10 @@ MAMF_BF16 = {
     "GB200": (4096, 9728, 2048, 1822.0),  # "GB200 SXM"
 }
 MAMF_FP8 = {"H100": 1402.6, "H200": 1453.4, "B200": 3432.5, "GB200": 3615.6}
+"""e4m3 maxima, ref §4.1 [S5]: no best shape is quoted, so they cap the FP8 tables, not rows."""
 DENSE_BF16_PEAK = {"B200": 2250.0, "GB200": 2500.0}
 """Dense BF16 tensor-core peaks, TFLOP/s: HGX/DGX B200 at 1000 W and the GB200 variant at
 1200 W, ref §1.1 [S2][S4]."""
-"""e4m3 maxima, ref §4.1 [S5]: no best shape is quoted, so they cap the FP8 tables, not rows."""
 
 AZURE_FP8_SRC = (
     "Azure/AI-benchmarking-guide {page} (ref §4.3 [S21]): superbench cublaslt_gemm, FP8 e4m3, "

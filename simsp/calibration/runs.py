@@ -213,7 +213,8 @@ def _inline(where: str, name: str, sections: dict, cells: dict) -> Workload:
     from simsp.model import ModelSpec
     from simsp.parallel import ParallelSpec
     from simsp.spec_fields import build
-    from simsp.workload import TrainingSpec, validate
+    from simsp.workload import TrainingSpec
+    from simsp.workload_rules import validate
 
     try:
         w = Workload(

@@ -5,9 +5,12 @@ calibration files the hardware YAML can point at.
 * `gemm` - time those shapes (and optionally a grid) with torch -> a GemmTable CSV;
 * `collectives` - all_reduce, all_gather, reduce_scatter and send/recv over N local processes
   -> one nccl-tests-format log per collective;
-* `calibrate` - a new hardware YAML whose `calibration` section points at such files, and how
-  the change moves a workload's prediction;
-* `commands` - the `simsp profile ...` and `simsp calibrate` command lines (`register`).
+* `calibrate` - a new hardware YAML whose `calibration` section points at such files, with
+  `measured_files` (where they are copied) and `yaml_lines` (the base file's text edited, its
+  comments kept);
+* `prediction_change` - how the new file moves a workload's prediction;
+* `parsers` - the `simsp profile ...` and `simsp calibrate` command lines (`register`), and
+  `commands` - what they run.
 
 torch is an optional extra (`pip install -e '.[profile]'`): it is imported lazily, inside the
 functions that measure, so every module here imports without it (DESIGN.md's import rule).

@@ -5,9 +5,9 @@ other key of the base file (and, where its layout allows, its comments: `yaml_li
 checks the result by loading it and reading every table it names. `prediction_change` shows
 how the change moves one workload's prediction.
 
-Only `simsp.config` imports pyyaml (DESIGN.md's import rule): the lines written here come from
-its `yaml_flow` / `yaml_text`, and the file is read back through `config.read_yaml` and compared
-with what was meant before it is kept.
+Only `simsp.config` imports pyyaml (DESIGN.md's import rule): the lines written come from its
+`yaml_flow` (through `yaml_lines`) or `yaml_text`, and the file is read back through
+`config.read_yaml` and compared with what was meant before it is kept.
 """
 
 import dataclasses

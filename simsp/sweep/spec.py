@@ -20,7 +20,8 @@ from simsp.hardware import HardwareSpec
 from simsp.knobs import CHOICES as KNOB_CHOICES
 from simsp.knobs import KNOBS, parse_bias
 from simsp.schedule import REGISTRY
-from simsp.workload import Workload, validate
+from simsp.workload import Workload
+from simsp.workload_rules import validate
 
 from .rows import fmt
 
@@ -78,7 +79,7 @@ def resolve(spec_path: Path, key: str, value) -> Path:
 
 
 def _grid_value(file, key: str, v):
-    """One grid value checked as the workload file's own key would be (config's scalar rules:
+    """One grid value checked as the workload file's own key would be (spec_fields' scalar rules:
     finite, at most 2**53, the right type), plus the key's named choices."""
     from simsp.spec_fields import check_scalar
 

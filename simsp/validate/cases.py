@@ -18,7 +18,8 @@ from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
 from simsp.validate.simumax import simumax_cases
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"

@@ -24,7 +24,8 @@ from simsp.errors import InputError
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.validate.data import DATA_DIR
-from simsp.workload import Workload, validate
+from simsp.workload import Workload
+from simsp.workload_rules import validate
 
 PAIRS_SET = "fp8-pairs"
 PAIRS_FILE = "fp8_pairs.yaml"

@@ -31,7 +31,8 @@ from simsp.validate.recipes import (
     TP_OVERLAP_OFF,
     Recipe,
 )
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 PUBLISHED_SETS = ("published-a100", "published-h100", "published-b200")
 RUNS_FILE = "published_runs.csv"

@@ -25,7 +25,8 @@ from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.units import GIB
 from simsp.validate.data import read_derived_csv, write_derived_csv
-from simsp.workload import TrainingSpec, Workload, validate
+from simsp.workload import TrainingSpec, Workload
+from simsp.workload_rules import validate
 
 SET = "simumax-b200"
 HARDWARE = "hardware/dgx-b200.yaml"
