@@ -12,24 +12,25 @@ import pytest
 
 from simsp import validate as V
 from simsp.validate import published as P
+from simsp.validate import published_runs as R
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 needs_shared = pytest.mark.skipif(
     not (SHARED / "data" / "published-runs" / "runs.yaml").exists(),
     reason="../shared/data/published-runs not present",
 )
-ROWS = P.read_published()
+ROWS = R.read_published()
 BY_ID = {r["id"]: r for r in ROWS}
 
 
 @needs_shared
 def test_shipped_csv_is_what_derive_published_writes(tmp_path):
-    path = P.derive_published(SHARED, tmp_path)
-    assert path.read_bytes() == (V.DATA_DIR / P.RUNS_FILE).read_bytes()
+    path = R.derive_published(SHARED, tmp_path)
+    assert path.read_bytes() == (V.DATA_DIR / R.RUNS_FILE).read_bytes()
 
 
 def test_every_row_has_its_provenance():
-    text = (V.DATA_DIR / P.RUNS_FILE).read_text()
+    text = (V.DATA_DIR / R.RUNS_FILE).read_text()
     assert "runs.yaml" in text.splitlines()[0] + text.splitlines()[1]
     assert len(ROWS) == 64 and len(BY_ID) == 64
     for r in ROWS:

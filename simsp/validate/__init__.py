@@ -10,8 +10,8 @@ Sets (each a list of Cases, a measured time and the run that produced it):
   derived into `simsp/validate/data/` by `derive_vtrain`, on hardware/vtrain-a100.yaml;
 * `published-a100`, `published-h100`, `published-b200` (B200 and GB200): 64 published runs
   (NeMo / Megatron-Bridge performance tables, llm-foundry's MPT tables) derived into
-  `data/published_runs.csv` by `derive_published`; unstated settings from the named framework
-  version's recipe (`recipes.RECIPES`), each case with the naive baseline beside it;
+  `data/published_runs.csv` by `published_runs.derive_published`; unstated settings from the
+  named framework version's recipe (`recipes.RECIPES`), each case with the naive baseline beside it;
 * `vtrain-single`: NOT measurement but a comparison with a peer simulator: vTrain's 1,440
   single-node rows are its own predictor's output without recompute (`peer` holds the checks;
   data/README.md), so simsp runs them without recompute too.
@@ -64,13 +64,8 @@ from simsp.validate.data import (
     read_vtrain,
 )
 from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, summarize, worst
-from simsp.validate.published import (
-    PUBLISHED_SETS,
-    RECIPES,
-    derive_published,
-    published_cases,
-    read_published,
-)
+from simsp.validate.published import PUBLISHED_SETS, RECIPES, published_cases
+from simsp.validate.published_runs import derive_published, read_published
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
 from simsp.validate.spread import (
