@@ -14,16 +14,8 @@ import yaml
 from simsp import textfile
 from simsp.calibration.plausible import check_tables
 from simsp.errors import InputError
-from simsp.hardware import (
-    CalibrationSpec,
-    GpuSpec,
-    HardwareSpec,
-    MemoryBoundSpec,
-    NetworkSpec,
-    NodeSpec,
-    hardware_rules,
-)
-from simsp.hardware_set import apply_sets, own_link_rates, parse_set
+from simsp.hardware import CalibrationSpec, HardwareSpec, hardware_rules
+from simsp.hardware_set import HARDWARE_SECTIONS, apply_sets, own_link_rates, parse_set
 from simsp.model import ModelSpec
 from simsp.parallel import ParallelSpec
 from simsp.spec_fields import build, check_scalar, required_section, unknown_top_keys
@@ -212,7 +204,7 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
     given = dict(parse_set(text) for text in sets)
     path = library_path(path) if path else default_hardware_path()
     data = read_yaml(path)
-    unknown_top_keys(data, path, ("name", "gpu", "node", "network", "memory_bound", "calibration"))
+    unknown_top_keys(data, path, ("name", *HARDWARE_SECTIONS))
     given_cal = data.get("calibration")
     cal = build(CalibrationSpec, {} if given_cal is None else given_cal, path, "calibration.")
     folder = path.resolve().parent
@@ -234,10 +226,11 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
     )
     hw = HardwareSpec(
         name=check_scalar(path, "name", data.get("name", path.stem), str, False),
-        gpu=required_section(data, path, "gpu", GpuSpec),
-        node=required_section(data, path, "node", NodeSpec),
-        network=required_section(data, path, "network", NetworkSpec),
-        memory_bound=required_section(data, path, "memory_bound", MemoryBoundSpec),
+        **{
+            section: required_section(data, path, section, cls)
+            for section, cls in HARDWARE_SECTIONS.items()
+            if section != "calibration"  # built above, its paths resolved
+        },
         calibration=cal,
         source=str(path),
     )
