@@ -4,8 +4,8 @@ Two kinds of measured table feed the cost model:
 
 * `CollectiveTable` - the time of one collective (all_reduce, all_gather, reduce_scatter,
   send_recv) versus message size, for one group size and link, read from nccl-tests output
-  (current and pre-2022 layouts, MPI-prefixed or not) or a vTrain look-up table, and written
-  back in the current nccl-tests layout (`simsp profile` emits that);
+  (current and pre-2022 layouts, MPI-prefixed or not) or a vTrain look-up table (`nccl`), and
+  written back in the current nccl-tests layout (`nccl_writer`; `simsp profile` emits that);
 * `GemmTable` - achieved GEMM throughput by shape (m, n, k, batch, layout), read from and
   written to a small commented CSV;
 * `AttentionTable` - achieved fused-attention (FlashAttention) throughput by head size,

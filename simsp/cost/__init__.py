@@ -3,8 +3,9 @@
 * `compute`: GEMMs from measured per-shape tables (roofline fallback) and memory-bound kernels
   from bytes over achieved bandwidth;
 * `network`: collectives and point-to-point sends from nccl-tests tables by size, group and link;
-* `layer_time`: one layer's forward, backward and recompute as per-op entries, with the
-  backward overlap of TP communication and weight-gradient GEMMs;
+* `layer_time`: one layer's forward, backward and recompute as per-op entries (the records:
+  `layer_entries`), with the backward overlap of TP communication and weight-gradient GEMMs
+  (`overlap`) and the context-parallel ring (`ring_attention`);
 * `stage_time`: the work outside the layers: embedding, logits and loss, optimizer, gradients.
 """
 
