@@ -29,7 +29,7 @@ def _child(argv: list[str]) -> tuple[float, float, int, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "simsp.cli", *argv], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "simsp", *argv], capture_output=True, text=True, cwd=ROOT
     )
     wall = time.perf_counter() - t0
     peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
@@ -41,7 +41,7 @@ def _lookup_s(extent: int) -> tuple[int, float]:
     """(table size, mean seconds of one interpolated lookup) for a table of every m, n, k on a
     factor-of-sqrt(2) grid over `extent` steps and all three layouts: the density of a measured
     grid, the size growing with the extent."""
-    from simsp.calibration.gemm import GemmPoint, GemmTable
+    from simsp.tables.gemm import GemmPoint, GemmTable
 
     rng = random.Random(extent)
     sizes = [int(64 * 2 ** (i / 2)) for i in range(extent)]

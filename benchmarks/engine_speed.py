@@ -9,10 +9,10 @@ import dataclasses
 import gc
 import time
 
-from simsp.config import load_hardware, load_workload
 from simsp.cost import cost_model
-from simsp.engine import simulate
-from simsp.plan import build_plan
+from simsp.io.config import load_hardware, load_workload
+from simsp.sim.engine import simulate
+from simsp.sim.plan import build_plan
 
 
 def timed(w, hw):
@@ -78,7 +78,7 @@ def context_parallel():
 def llama_405b_18k():
     """The modern-decoder target: load (Hugging Face config), cost and simulate from a cold
     start."""
-    from simsp.analytic import clear_caches
+    from simsp.sim.closed_form import clear_caches
 
     best = None
     for _ in range(3):

@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from simsp.config import load_hardware, load_workload
-from simsp.memory import memory_report
+from simsp.io.config import load_hardware, load_workload
+from simsp.sim.memory import memory_report
 
 
 def main():
@@ -26,7 +26,7 @@ def main():
     cli = min(
         _timed(
             lambda: subprocess.run(
-                [sys.executable, "-m", "simsp.cli", "memory", "workloads/gpt-1t.yaml", "--json"],
+                [sys.executable, "-m", "simsp", "memory", "workloads/gpt-1t.yaml", "--json"],
                 check=True,
                 capture_output=True,
             )

@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from simsp.config import load_hardware, load_workload  # noqa: E402
-from simsp.kineto.compare import compare_run, overlay_trace_json, sim_spans  # noqa: E402
-from simsp.layer import build_layer  # noqa: E402
-from simsp.report import run  # noqa: E402
-from simsp.timeline.overlay import overlay_html  # noqa: E402
+from simsp.api import run  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.measure.kineto.compare import compare_run, overlay_trace_json, sim_spans  # noqa: E402
+from simsp.model.layer import build_layer  # noqa: E402
+from simsp.present.timeline.overlay import overlay_html  # noqa: E402
 
 WORKLOAD = REPO / "workloads" / "gpt3-175b.yaml"
 NAMES = {

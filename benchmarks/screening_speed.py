@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simsp import analytic  # noqa: E402
-from simsp.config import load_hardware, load_workload  # noqa: E402
 from simsp.cost import cost_model  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.sim import closed_form as analytic  # noqa: E402
 from simsp.sweep import SweepSpec, enumerate_configs, event_result  # noqa: E402
 
 GRID = (

@@ -18,8 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simsp.config import load_hardware, load_workload  # noqa: E402
-from simsp.report import describe, run  # noqa: E402
+from simsp.api import run  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.present.report import describe  # noqa: E402
 from simsp.sweep import best, describe_row, load_spec, run_sweep, summary, table  # noqa: E402
 from simsp.units import GIB  # noqa: E402
 

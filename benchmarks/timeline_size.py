@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.browser, the headless-Chromium helper
 
-from simsp.config import load_hardware, load_workload  # noqa: E402
-from simsp.perfetto import chrome_trace_json  # noqa: E402
-from simsp.report import run  # noqa: E402
-from simsp.timeline import choose_view, timeline_html  # noqa: E402
+from simsp.api import run  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.present.perfetto import chrome_trace_json  # noqa: E402
+from simsp.present.timeline import choose_view, timeline_html  # noqa: E402
 
 WORKLOADS = ("gpt-22b", "gpt3-175b", "mt-nlg-530b", "gpt-1t")
 

@@ -1,7 +1,8 @@
-"""simsp: simulate one training iteration of a large transformer under TP/SP/PP/DP.
+"""simsp: simulate one training iteration of a large transformer under TP/SP/CP/PP/DP/FSDP.
 
 Implements Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-Models" (MLSys 2023, arXiv 2205.05198). See DESIGN.md for the data flow.
+Models" (MLSys 2023, arXiv 2205.05198). The tiers are in docs/architecture.md; the public API
+is simsp.api:
 
     >>> from simsp import load_workload, load_hardware, run, estimate
     >>> w = load_workload("workloads/gpt3-175b.yaml")
@@ -12,20 +13,15 @@ Models" (MLSys 2023, arXiv 2205.05198). See DESIGN.md for the data flow.
 
 __version__ = "0.1.0"
 
-_API = {
-    "estimate": "simsp.analytic",
-    "load_hardware": "simsp.config",
-    "load_workload": "simsp.config",
-    "run": "simsp.report",
-}
+_API = ("estimate", "load_hardware", "load_workload", "memory_report", "run")
 __all__ = [*_API, "__version__"]
 
 
 def __getattr__(name):
-    """The public API, imported on first use (PEP 562): `import simsp` alone stays light, so the
-    profiler runs on a bare GPU image without the simulation's dependencies."""
+    """The public API (simsp.api), imported on first use (PEP 562): `import simsp` alone stays
+    light, so the profiler runs on a bare GPU image without the simulation's dependencies."""
     if name not in _API:
         raise AttributeError(f"module 'simsp' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_API[name]), name)
+    return getattr(importlib.import_module("simsp.api"), name)

@@ -3,6 +3,6 @@ image)."""
 
 import sys
 
-from simsp.cli import main
+from simsp.cli.main import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from simsp.config import load_hardware, load_workload
+from simsp.io.config import load_hardware, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_MODELS = ("gpt-22b", "gpt3-175b", "mt-nlg-530b", "gpt-1t")
@@ -23,7 +23,7 @@ def workloads():
 @pytest.fixture(scope="session")
 def results(workloads, hardware):
     """run() of a paper workload by name, each simulated once per test session."""
-    from simsp.report import run
+    from simsp.api import run
 
     cache = {}
 

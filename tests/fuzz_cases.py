@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from simsp.hardware import CalibrationSpec, GpuSpec, MemoryBoundSpec, NetworkSpec, NodeSpec
-from simsp.knobs import KNOBS
+from simsp.spec.hardware import CalibrationSpec, GpuSpec, MemoryBoundSpec, NetworkSpec, NodeSpec
+from simsp.spec.knobs import KNOBS
 
 ROOT = Path(__file__).resolve().parents[1]
 HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from simsp.cli import main
+from simsp.cli.main import main
 
 TIME_LIMIT_S = 10.0
 MEMORY_LIMIT_BYTES = 1 << 30

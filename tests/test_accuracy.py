@@ -9,22 +9,21 @@ import sys
 import numpy as np
 import pytest
 
-from simsp.config import load_hardware, load_workload
+from simsp.api import run
 from simsp.errors import InputError
-from simsp.report import run, run_summary
-from simsp.validate.accuracy import (
+from simsp.io.config import load_hardware, load_workload
+from simsp.present.accuracy import (
     ACCURACY_FILE,
     BAND_MIN_RUNS,
     COMMAND,
-    MEASURED_SETS,
-    accuracy_document,
+    SET_ORDER,
     accuracy_line,
     accuracy_of,
     gpu_family,
-    measured_iterations,
-    quantile,
     read_accuracy,
 )
+from simsp.present.report import result_json, run_summary
+from simsp.validate.accuracy import MEASURED_SETS, accuracy_document, measured_iterations, quantile
 from simsp.validate.cases import project_path
 from simsp.validate.runner import run_validation
 
@@ -163,7 +162,7 @@ def test_run_reports_its_own_files_accuracy():
     r = run(w, hw)
     files, _ = read_accuracy()
     want = files[("dgx-h100", w.training.precision)]
-    assert r.to_dict()["accuracy"] == want.to_dict()
+    assert result_json(r)["accuracy"] == want.to_dict()
     assert run_summary(r).splitlines()[-1] == want.line()
     assert want.line().startswith("validated with hardware/dgx-h100.yaml on ")
 
@@ -183,7 +182,7 @@ def test_a_file_the_validation_never_ran_takes_its_gpus_files(tmp_path):
 def test_a_gpu_without_measured_runs_says_so():
     w, hw = _llama_8b(), load_hardware(project_path("hardware/hgx-h200.yaml"))
     r = run(w, hw)
-    assert r.to_dict()["accuracy"] is None
+    assert result_json(r)["accuracy"] is None
     assert run_summary(r).splitlines()[-1] == (
         f"not validated: simsp has no measured {w.training.precision} run on H200 (H200-SXM-141GB)"
     )
@@ -191,7 +190,7 @@ def test_a_gpu_without_measured_runs_says_so():
 
 def test_the_line_says_which_way_and_how_much():
     """On made-up groups, so the wording is checked whatever the model's figures are."""
-    from simsp.validate.accuracy import Accuracy
+    from simsp.present.accuracy import Accuracy
 
     sets = (("published-h100", 12),)
     long_ = Accuracy("dgx-x", "bf16", 12, 0.05, 0.004, 0.203, 0.95, 1.07, sets)
@@ -267,7 +266,7 @@ def test_the_closed_form_answer_reports_it_too():
 
 
 def test_compare_says_it_once_a_machine():
-    from simsp.sweep.compare import accuracy_lines
+    from simsp.cli.compare import accuracy_lines
 
     w = _llama_8b()
     hws = [load_hardware(project_path(f"hardware/{n}.yaml")) for n in ("dgx-a100-80gb", "hgx-h200")]
@@ -276,3 +275,9 @@ def test_compare_says_it_once_a_machine():
         accuracy_line(hws[0], w.training.precision),
         accuracy_line(hws[1], w.training.precision),
     ]
+
+
+def test_the_line_names_sets_in_the_validations_order():
+    """present.accuracy reads the document without importing validate; its order of the
+    measured sets is the validation's."""
+    assert SET_ORDER == MEASURED_SETS

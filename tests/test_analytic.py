@@ -5,13 +5,14 @@ import itertools
 
 import pytest
 
-from simsp import analytic, memory
 from simsp.cost import cost_model
-from simsp.engine import simulate
 from simsp.errors import InputError
-from simsp.memory import memory_report
-from simsp.plan import ChunkCost, StageCosts, build_plan
-from simsp.workload_rules import validate
+from simsp.sim import closed_form as analytic
+from simsp.sim import memory
+from simsp.sim.engine import simulate
+from simsp.sim.memory import memory_report
+from simsp.sim.plan import ChunkCost, StageCosts, build_plan
+from simsp.spec.rules import validate
 
 from .conftest import PAPER_MODELS
 
@@ -226,7 +227,7 @@ def test_dp_allreduce_exposed_or_overlapped():
 
 
 def test_estimate_reports_mfu_and_fit(workloads, hardware):
-    from simsp.report import run
+    from simsp.api import run
 
     w = workloads["gpt3-175b"]
     e, r = analytic.estimate(w, hardware), run(w, hardware)

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from simsp.calibration import read_attention_table
-from simsp.calibration.attention import AttentionPoint, AttentionTable
-from simsp.config import load_hardware
 from simsp.cost.compute import ComputeModel
 from simsp.errors import InputError
-from simsp.layer import Attention
+from simsp.io.config import load_hardware
+from simsp.model.layer import Attention
+from simsp.tables import read_attention_table
+from simsp.tables.attention import AttentionPoint, AttentionTable
 
 
 def _table(*rows) -> AttentionTable:
@@ -109,7 +109,7 @@ def test_without_a_table_the_op_is_its_batched_gemms():
         dataclasses.replace(hw, calibration=dataclasses.replace(hw.calibration, flash_attention=""))
     )
     att = Attention(batch_heads=16, seq_len=2048, head_dim=128, causal=True)
-    from simsp.layer import Gemm
+    from simsp.model.layer import Gemm
 
     gemms = cm.gemm(Gemm(2048, 2048, 128, 16)).seconds + cm.gemm(Gemm(2048, 128, 2048, 16)).seconds
     assert cm.flash_attention(att).seconds == pytest.approx(gemms / 2)
@@ -167,8 +167,8 @@ def test_a_run_names_its_framework_kernel():
     whose own kernel is cuDNN; an unknown kernel is one error naming the table's kernels."""
     import dataclasses
 
-    from simsp.config import load_workload
-    from simsp.report import run
+    from simsp.api import run
+    from simsp.io.config import load_workload
 
     hw = load_hardware("hardware/dgx-h100.yaml")
     w = load_workload("workloads/llama-3.1-8b.yaml")
@@ -213,7 +213,7 @@ def test_rows_without_a_width_stand_for_any_width():
 
 
 def test_batch_heads_column_round_trips_and_is_written_only_when_stated(tmp_path):
-    from simsp.calibration.attention import write_attention_table
+    from simsp.tables.attention import write_attention_table
 
     path = tmp_path / "w.csv"
     write_attention_table(path, W.points)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from simsp.perfetto import chrome_trace_json
-from simsp.timeline import timeline_html
+from simsp.present.perfetto import chrome_trace_json
+from simsp.present.timeline import timeline_html
 from tests.browser.chromium import (
     HEAD_SCRIPT,
     dump_dom,
@@ -136,7 +136,7 @@ def test_head_script_is_first_in_head():
 
 @pytest.fixture(scope="module")
 def reproduction_page(tmp_path_factory):
-    from simsp.reproduce import reproduce, write_report
+    from simsp.validate.reproduce import reproduce, write_report
 
     return write_report(reproduce(), tmp_path_factory.mktemp("reproduce")).read_text()
 
@@ -215,7 +215,7 @@ def _pwned(chromium, page: Path) -> dict:
 def test_a_workload_name_runs_no_script_in_any_page(chromium, tmp_path):
     import yaml
 
-    from simsp.cli import main
+    from simsp.cli.main import main
 
     workload = _evil_workload(tmp_path)
     timeline = tmp_path / "timeline.html"

@@ -1,4 +1,4 @@
-"""Tests of simsp.calibration: nccl-tests logs and GEMM tables in and out, and their lookups.
+"""Tests of simsp.tables: nccl-tests logs and GEMM tables in and out, and their lookups.
 
 Data come from the repository (hardware/calibration/dgx-a100-80gb); only the reproduction test
 reads ../shared/data, and skips when it is absent.
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from simsp.calibration import (
+from simsp.errors import InputError
+from simsp.tables import (
     BUSBW_FACTORS,
     COLLECTIVES,
     LAYOUTS,
@@ -24,7 +25,6 @@ from simsp.calibration import (
     write_gemm_table,
     write_nccl_log,
 )
-from simsp.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration" / "dgx-a100-80gb"
@@ -433,9 +433,9 @@ LAYER_SHAPES = ((4096, 13312, 16384), (4096, 16384, 6656), (8192, 8192, 8192))
 
 
 def _fp8_over_bf16(name: str) -> list[float]:
-    from simsp.config import load_hardware
     from simsp.cost.compute import ComputeModel
-    from simsp.layer.ops import Gemm
+    from simsp.io.config import load_hardware
+    from simsp.model.ops import Gemm
 
     cm = ComputeModel(load_hardware(f"hardware/{name}.yaml"))
     return [
@@ -454,7 +454,7 @@ def test_fp8_over_bf16_at_layer_shapes_is_near_the_gpus_measured_maxima(name):
     the FP8/BF16 peak ratio of its shape (compute._fp8_bound), and they sit at that bound, 2.0,
     so for them this checks only the lower side: an FP8 table falling below its BF16 one. That
     the raw tables agree is not claimed (test_gemm_tables: up to 4.1x)."""
-    from simsp.config import load_hardware
+    from simsp.io.config import load_hardware
 
     gpu = load_hardware(f"hardware/{name}.yaml").gpu
     mamf = gpu.gemm_max_fp8_tflops / gpu.gemm_max_tflops

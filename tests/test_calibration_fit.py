@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from simsp.analytic import estimate
-from simsp.calibration import fit as F
-from simsp.calibration.runs import read_runs
-from simsp.cli import main
-from simsp.config import load_hardware
+from simsp.cli.main import main
 from simsp.cost import CostModel
 from simsp.errors import InputError
-from simsp.layer import Gemm
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
+from simsp.io.config import load_hardware
+from simsp.measure import fit as F
+from simsp.measure.runs import read_runs
+from simsp.model.layer import Gemm
+from simsp.sim.closed_form import estimate
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "hardware" / "vtrain-a100.yaml"
@@ -160,7 +160,7 @@ def test_validation_refuses_a_fitted_file(fitted):
 
 def test_validate_takes_no_hardware_file():
     """validate reads only the library's files (validate/cases.py), never one a user names."""
-    from simsp.cli import parser
+    from simsp.cli.main import parser
 
     top = parser()
     sub = next(a for a in top._actions if a.__class__.__name__ == "_SubParsersAction")

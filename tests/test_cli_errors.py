@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simsp.cli import main
+from simsp.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = yaml.safe_load((ROOT / "workloads" / "gpt3-175b.yaml").read_text())
@@ -184,7 +184,7 @@ def test_a_real_process_prints_no_traceback(tmp_path):
     workload = tmp_path / "bad.yaml"
     workload.write_text(variant(parallel__tp=7))
     proc = subprocess.run(
-        [sys.executable, "-m", "simsp.cli", "memory", str(workload), "--json"],
+        [sys.executable, "-m", "simsp", "memory", str(workload), "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -195,7 +195,7 @@ def test_a_real_process_prints_no_traceback(tmp_path):
 
 def test_missing_workload_file(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "simsp.cli", "memory", str(tmp_path / "nope.yaml")],
+        [sys.executable, "-m", "simsp", "memory", str(tmp_path / "nope.yaml")],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -222,7 +222,7 @@ def test_bad_hardware_file(tmp_path, text, words):
         [
             sys.executable,
             "-m",
-            "simsp.cli",
+            "simsp.cli.main",
             "memory",
             str(ROOT / "workloads" / "gpt-22b.yaml"),
             "--hardware",
@@ -239,7 +239,7 @@ def test_bad_hardware_file(tmp_path, text, words):
 
 def test_unknown_flag_is_one_line_exit_2():
     proc = subprocess.run(
-        [sys.executable, "-m", "simsp.cli", "memory", "workloads/gpt-22b.yaml", "--tpp", "2"],
+        [sys.executable, "-m", "simsp", "memory", "workloads/gpt-22b.yaml", "--tpp", "2"],
         capture_output=True,
         text=True,
         cwd=ROOT,

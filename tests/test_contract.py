@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from simsp.cli import main
+from simsp.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_KEYS = {"capacity_bytes", "fits", "peak_bytes", "stages", "activation_per_layer_bytes"}
@@ -46,6 +46,14 @@ def test_run_json_holds_the_contract_keys(capsys):
 def test_memory_json_is_the_memory_object_alone(capsys):
     d = run_json(capsys, "memory", str(ROOT / "workloads" / "gpt-1t.yaml"), "--json")
     assert MEMORY_KEYS <= set(d) and len(d["stages"]) == 64
+
+
+def test_memory_json_holds_the_parameter_count_run_json_has(capsys):
+    """DESIGN.md's contract: `params` in memory --json too, the same integer as run --json's."""
+    workload = str(ROOT / "workloads" / "gpt3-175b.yaml")
+    memory = run_json(capsys, "memory", workload, "--json")
+    run = run_json(capsys, "run", workload, "--json")
+    assert isinstance(memory["params"], int) and memory["params"] == run["params"] > 170e9
 
 
 def test_every_override_flag_is_accepted(capsys):

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from simsp.calibration import BUSBW_FACTORS
-from simsp.cli import main
+from simsp.cli.main import main
 from simsp.cost import CostModel, cost_model
 from simsp.cost.compute import FORWARD
 from simsp.cost.layer_time import layer_time
-from simsp.layer import Gemm, build_layer
-from simsp.layout import layer_placement
+from simsp.model.layer import Gemm, build_layer
+from simsp.spec.layout import layer_placement
+from simsp.tables import BUSBW_FACTORS
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_optimizer_step_runs_adam_at_its_measured_rate(workloads, hardware, dist
     """Adam's 28 bytes a parameter of the rank's shard at `adam_gbps`; the rest of the step
     (gradient averaging over every parameter, norm, copy-back, zeroing) on the streaming curve."""
     from simsp.cost import stage_time as st
-    from simsp.memory import stage_params
+    from simsp.sim.memory import stage_params
 
     w = workloads["gpt3-175b"]
     w = dataclasses.replace(

@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import pytest
 
-from simsp import schedule
-from simsp.engine import simulate
-from simsp.memory import memory_report
-from simsp.plan import ChunkCost, Plan
-from simsp.report import run
+from simsp.api import run
+from simsp.sim import schedule
+from simsp.sim.engine import simulate
+from simsp.sim.memory import memory_report
+from simsp.sim.plan import ChunkCost, Plan
 
 
 def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None, chunk=None):
@@ -107,7 +107,7 @@ def test_breakdown_sums_to_the_iteration(workloads, hardware):
 
 def test_summary_never_prints_a_negative_zero():
     """The bubble is a residual: float noise around zero prints 0.000, not -0.000."""
-    from simsp.report import _seconds
+    from simsp.present.report import _seconds
 
     assert (_seconds(-3e-12), _seconds(0.0), _seconds(0.0126), _seconds(-0.25)) == (
         "0.000",
@@ -133,7 +133,7 @@ def test_dp_adds_gradient_all_reduce_and_overlap_hides_some(workloads, hardware)
 
 def test_overlapped_gradient_buckets():
     """One bucket cannot start before the backward ends; many hide all but the last bucket."""
-    from simsp.gradient_sync import gradients_done_s
+    from simsp.cost.gradient_sync import gradients_done_s
 
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=False) == 11.0
     assert gradients_done_s(10.0, 8.0, 10.0, 1.0, 1, overlap=True) == 11.0
@@ -151,7 +151,7 @@ def test_overlapped_gradient_buckets():
 def test_backward_beside_the_reduction_runs_on_the_sms_it_leaves():
     """A reduction holding a share u of the SMs slows the backward beside it by u x its hidden
     seconds; what it outlasts the backward by is exposed as before; not overlapped, no change."""
-    from simsp.gradient_sync import gradients_done_s
+    from simsp.cost.gradient_sync import gradients_done_s
 
     # compute-bound: 1 s of reduction all hidden, the stage ends 0.2 s later
     assert gradients_done_s(12.0, 8.0, 10.0, 1.0, 4, True, sm_share=0.2) == 12.2
@@ -166,7 +166,7 @@ def test_each_model_chunk_reduces_after_its_own_last_backward():
     one window, the last backward, with all 4 s in 5 buckets gives 8 + 0.4 + 4 = 12.4 s."""
     import pytest
 
-    from simsp.gradient_sync import chunked_gradients_done_s, gradients_done_s
+    from simsp.cost.gradient_sync import chunked_gradients_done_s, gradients_done_s
 
     windows = ((8.0, 10.0, 1.0, 4), (3.0, 4.0, 3.0, 1))
     assert chunked_gradients_done_s(10.0, windows, overlap=True) == 10.25
@@ -182,9 +182,9 @@ def test_chunk_gradients_split_the_stage_by_chunk_params():
     chunk 0 is bucketed (Megatron's disable_bucketing=(model_chunk_idx > 0))."""
     import pytest
 
-    from simsp.config import load_workload
-    from simsp.gradient_sync import chunk_gradients
-    from simsp.params import chunk_params
+    from simsp.cost.gradient_sync import chunk_gradients
+    from simsp.io.config import load_workload
+    from simsp.model.params import chunk_params
 
     w = load_workload("workloads/llama-3.1-70b.yaml")
     par = w.parallel
@@ -199,11 +199,11 @@ def test_chunk_gradients_split_the_stage_by_chunk_params():
 def test_a_watched_replay_is_the_same_replay_in_slices():
     """simulate with a progress bar runs the same events in slices of simulated time and steps
     the bar engine.PROGRESS_STEPS times (whatever the estimate's error)."""
-    from simsp.analytic import iteration_s
-    from simsp.config import load_hardware, load_workload
     from simsp.cost import cost_model
-    from simsp.engine import PROGRESS_STEPS
-    from simsp.plan import build_plan
+    from simsp.io.config import load_hardware, load_workload
+    from simsp.sim.closed_form import iteration_s
+    from simsp.sim.engine import PROGRESS_STEPS
+    from simsp.sim.plan import build_plan
 
     class Bar:
         steps = closed = 0

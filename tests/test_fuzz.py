@@ -70,7 +70,7 @@ def _limit_child():
 
 
 def _run_process(case: Case, folder) -> list[str]:
-    """A case as `python -m simsp.cli ...` under hard limits: how it breaks the rule."""
+    """A case as `python -m simsp.cli.main ...` under hard limits: how it breaks the rule."""
     import os
 
     folder.mkdir(parents=True)
@@ -82,7 +82,7 @@ def _run_process(case: Case, folder) -> list[str]:
     before = sorted(p.name for p in folder.iterdir())
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "simsp.cli", *argv],
+            [sys.executable, "-m", "simsp", *argv],
             capture_output=True,
             text=True,
             timeout=TIME_LIMIT_S + 5,  # the interpreter's start on top of the case's 10 s

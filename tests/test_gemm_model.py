@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from simsp.calibration import LAYOUTS, read_gemm_table
+from simsp.tables import LAYOUTS, read_gemm_table
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration" / "dgx-a100-80gb"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from simsp.calibration import read_gemm_table
-from simsp.config import load_hardware
 from simsp.cost.compute import ComputeModel, gemm_grad_shapes
-from simsp.layer import Gemm
-from simsp.precision import fp8_gemm_layout
+from simsp.io.config import load_hardware
+from simsp.model.layer import Gemm
+from simsp.spec.precision import fp8_gemm_layout
+from simsp.tables import read_gemm_table
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"

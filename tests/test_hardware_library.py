@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from simsp.calibration import BUSBW_FACTORS, read_nccl_log
-from simsp.cli import main
-from simsp.config import load_hardware
+from simsp.cli.main import main
 from simsp.cost import cost_model
-from simsp.layer import Gemm
+from simsp.io.config import load_hardware
+from simsp.model.layer import Gemm
+from simsp.tables import BUSBW_FACTORS, read_nccl_log
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"

@@ -1,4 +1,4 @@
-"""simsp.hf_config.model_fields on the shipped Hugging Face configs
+"""simsp.io.hf_config.model_fields on the shipped Hugging Face configs
 (workloads/models/*/config.json), their parameter counts against the published ones, and the
 errors it raises."""
 
@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from simsp.errors import InputError
-from simsp.hf_config import model_fields
-from simsp.hf_families import FAMILIES
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
+from simsp.io.hf_config import model_fields
+from simsp.io.hf_families import FAMILIES
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 MODELS = WORKLOADS / "models"
@@ -287,7 +287,7 @@ def test_nemotron_gated_act_refused():
 
 @pytest.mark.parametrize("name", sorted(HF_WORKLOADS))
 def test_hf_workload_obeys_the_rules(name):
-    """Each workload naming an hf_config builds and passes simsp.workload_rules.validate (layers
+    """Each workload naming an hf_config builds and passes simsp.spec.rules.validate (layers
     into pp x virtual_stages chunks, batch into micro x dp, microbatches into pp, tp into heads)."""
     data = yaml.safe_load((WORKLOADS / f"{name}.yaml").read_text())
     model = dict(data["model"])
@@ -307,8 +307,8 @@ def test_hf_workload_obeys_the_rules(name):
 
 @pytest.mark.parametrize("name", sorted({**PUBLISHED_EXACT, **DERIVED}))
 def test_simsp_op_list_count_agrees(name):
-    """simsp.params.total_params (summed over the op list) gives the same count as by hand."""
-    from simsp.params import total_params
+    """simsp.model.params.total_params (summed over the op list) gives the same count as by hand."""
+    from simsp.model.params import total_params
 
     spec = ModelSpec(seq_len=4096, **model_fields(load(name), name))
     assert total_params(spec) == {**PUBLISHED_EXACT, **DERIVED}[name]

@@ -13,14 +13,14 @@ import pytest
 
 pytest.importorskip("hta", reason="the trace reader needs HolisticTraceAnalysis (trace extra)")
 
-import simsp.cli  # noqa: E402
-from simsp.config import load_hardware, load_workload  # noqa: E402
-from simsp.kineto.compare import compare_run  # noqa: E402
-from simsp.kineto.match import match_profile  # noqa: E402
-from simsp.kineto.reader import read_profile  # noqa: E402
-from simsp.report import run  # noqa: E402
-from simsp.timeline.overlay import BAR_BUDGET, _merged, overlay_html  # noqa: E402
-from simsp.trace import Span  # noqa: E402
+import simsp.cli.main  # noqa: E402
+from simsp.api import run  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.measure.kineto.compare import compare_run  # noqa: E402
+from simsp.measure.kineto.match import match_profile  # noqa: E402
+from simsp.measure.kineto.reader import read_profile  # noqa: E402
+from simsp.present.timeline.overlay import BAR_BUDGET, _merged, overlay_html  # noqa: E402
+from simsp.sim.trace import Span  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "kineto"
 BERT_TRACE = DATA / "tracelens-h100-bert-small-uncased.json.gz"
@@ -30,7 +30,7 @@ TINY = DATA / "tiny-gpt-cpu.yaml"
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
     try:
-        code = simsp.cli.main(argv)
+        code = simsp.cli.main.main(argv)
     except SystemExit as e:
         code = e.code
     out, err = capsys.readouterr()
@@ -40,7 +40,7 @@ def _cli(argv, capsys) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def bert_hw(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("bert") / "bert-h100.yaml"
-    from simsp.kineto.calibrate import calibrate_from_trace
+    from simsp.measure.kineto.calibrate import calibrate_from_trace
 
     return out, calibrate_from_trace(BERT_TRACE, BERT, out)
 
@@ -48,14 +48,14 @@ def bert_hw(tmp_path_factory) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def cpu_trace(tmp_path_factory) -> Path:
     pytest.importorskip("torch")
-    from simsp.profiler.gpt_trace import record
+    from simsp.measure.profiler.gpt_trace import record
 
     return record(load_workload(TINY), tmp_path_factory.mktemp("cpu") / "tiny.json.gz")
 
 
 @pytest.fixture(scope="module")
 def cpu_hw(cpu_trace, tmp_path_factory) -> Path:
-    from simsp.kineto.calibrate import calibrate_from_trace
+    from simsp.measure.kineto.calibrate import calibrate_from_trace
 
     out = tmp_path_factory.mktemp("cpu-hw") / "tiny-cpu.yaml"
     calibrate_from_trace(cpu_trace, TINY, out)
@@ -123,8 +123,8 @@ def test_real_trace_tables_drive_the_forward_gemms(bert_hw):
 def test_nccl_kernels_become_nccl_tests_logs(tmp_path):
     """HTA's A100 DDP trace: its all-reduces, sized by record_param_comms, as an nccl-tests log
     the cost model reads back."""
-    from simsp.calibration import read_nccl_log, write_nccl_log
-    from simsp.kineto.tables import collective_tables
+    from simsp.measure.kineto.tables import collective_tables
+    from simsp.tables import read_nccl_log, write_nccl_log
 
     p = read_profile(DATA / "hta-a100-ddp-nccl.json.gz")
     assert p.device == "NVIDIA A100-PG509-200"

@@ -5,12 +5,13 @@ import dataclasses
 
 import pytest
 
-from simsp import knobs, sweep
-from simsp.cli import parser
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp import sweep
+from simsp.cli.main import parser
+from simsp.spec import knobs
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.workload import TrainingSpec
 from simsp.validate.metrics import BY_FIELDS
-from simsp.workload import TrainingSpec
 
 FIELDS = [
     (section, f.name)
@@ -41,7 +42,7 @@ def test_every_field_is_a_flag_a_grid_key_and_a_column(section, name):
 
 
 def test_a_model_flag_reaches_the_workload(tmp_path):
-    from simsp.arguments import load
+    from simsp.cli.arguments import load
 
     args = parser().parse_args(
         [
@@ -69,7 +70,7 @@ def test_a_model_flag_reaches_the_workload(tmp_path):
 
 
 def test_a_grid_over_model_choices_enumerates_them():
-    from simsp.config import load_hardware, load_workload
+    from simsp.io.config import load_hardware, load_workload
 
     base = load_workload("workloads/llama-3.1-8b.yaml")
     spec = sweep.SweepSpec(

@@ -5,11 +5,11 @@ import dataclasses
 
 import pytest
 
-from simsp import layer as L
-from simsp.memory import activation_per_layer_bytes
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
-from simsp.params import layer_params, total_params
+from simsp.model import layer as L
+from simsp.model.params import layer_params, total_params
+from simsp.sim.memory import activation_per_layer_bytes
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
 
 LLAMA_8B = ModelSpec(
     layers=32,

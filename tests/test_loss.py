@@ -1,4 +1,4 @@
-"""The cross-entropy implementations (simsp/layer/loss.py): their bytes, collectives and what
+"""The cross-entropy implementations (simsp/model/blocks/loss.py): their bytes, collectives and what
 they keep, the measured B200 rates, and the recipes that pick them."""
 
 import dataclasses
@@ -6,12 +6,12 @@ import importlib.util
 
 import pytest
 
-from simsp.config import load_hardware, load_workload
 from simsp.cost import CostModel
 from simsp.cost import stage_time as st
-from simsp.layer.loss import CROSS_ENTROPIES, CROSS_ENTROPY
-from simsp.layout import layer_placement
-from simsp.memory import end_stage_bytes
+from simsp.io.config import load_hardware, load_workload
+from simsp.model.blocks.loss import CROSS_ENTROPIES, CROSS_ENTROPY
+from simsp.sim.memory import end_stage_bytes
+from simsp.spec.layout import layer_placement
 from tests.conftest import ROOT
 
 B200 = ROOT / "hardware" / "dgx-b200.yaml"
@@ -145,7 +145,7 @@ def test_recipes_pick_the_loss_their_framework_runs():
 
 
 def test_an_unknown_cross_entropy_is_a_one_line_error(tmp_path, capsys):
-    from simsp.cli import main
+    from simsp.cli.main import main
 
     text = (ROOT / "workloads" / "llama-3.1-8b.yaml").read_text()
     bad = text.replace("micro_batch: 1}", "micro_batch: 1, cross_entropy: fused}")
@@ -155,3 +155,10 @@ def test_an_unknown_cross_entropy_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "training.cross_entropy='fused'" in err and "unfused, native, te" in err
+
+
+def test_the_loss_kernels_named_are_the_ones_priced():
+    from simsp.model.blocks.loss import CROSS_ENTROPY
+    from simsp.spec.workload import CROSS_ENTROPIES
+
+    assert tuple(CROSS_ENTROPY) == CROSS_ENTROPIES

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from simsp.config import load_workload
-from simsp.flops import model_flops
-from simsp.memory import stage_activation_bytes, weight_bytes_per_param
-from simsp.model import ModelSpec
-from simsp.params import stage_params
+from simsp.io.config import load_workload
+from simsp.model.flops import model_flops
+from simsp.model.params import stage_params
+from simsp.sim.memory import stage_activation_bytes, weight_bytes_per_param
+from simsp.spec.model import ModelSpec
 
 from . import megatron_oracle as mo
 from .test_layer import LLAMA_8B

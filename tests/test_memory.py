@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsp import schedule
-from simsp.memory import (
+from simsp.model.params import total_params
+from simsp.sim import schedule
+from simsp.sim.memory import (
     activation_per_layer_bytes,
     in_flight_chunks,
     memory_report,
     stage_activation_bytes,
 )
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
-from simsp.params import total_params
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
 
 from .conftest import PAPER_MODELS
 
@@ -195,7 +195,7 @@ def test_master_remainders_save_two_bytes_of_each_shard(workloads, hardware):
     10/d bytes a parameter instead of 6 + 12/d; it needs the distributed optimizer and no FP8
     primary weights (one-line errors naming the key)."""
     from simsp.errors import InputError
-    from simsp.workload_rules import validate
+    from simsp.spec.rules import validate
 
     w = workloads["gpt-22b"]
     par = dataclasses.replace(w.parallel, dp=4, distributed_optimizer=True)
@@ -224,8 +224,8 @@ def test_cached_dummy_wgrads_hold_one_16_bit_tensor_of_each_linear_shape(hardwar
     """cached_dummy_wgrads (TE >= 2.3 get_dummy_wgrad): a stage keeps one bf16 tensor of each
     distinct linear weight shape its rank holds (Llama: QKV, projection, fc1, fc2 are four), and
     the output layer's [v / t, h] on the last stage; nothing when off."""
-    from simsp.config import load_workload
-    from simsp.memory import dummy_wgrad_bytes
+    from simsp.io.config import load_workload
+    from simsp.sim.memory import dummy_wgrad_bytes
 
     w = load_workload("workloads/llama-3.1-70b.yaml")
     par = dataclasses.replace(w.parallel, tp=4, pp=2, cp=1, virtual_stages=1, schedule="1f1b")
@@ -260,7 +260,7 @@ def test_output_deallocation_saves_sbh_per_in_flight_microbatch(workloads, hardw
 def test_interleaved_walk_of_a_steady_few_microbatches_finds_every_peak(p, v):
     """memory.steady_microbatches: walking 3p microbatches gives the held-count triples the
     whole walk of a long run gives, on both end stages."""
-    from simsp.memory import interleaved_counts, steady_microbatches
+    from simsp.sim.memory import interleaved_counts, steady_microbatches
 
     for m in (4 * p, 7 * p):
         assert steady_microbatches(p, m) == 3 * p
@@ -271,9 +271,9 @@ def test_interleaved_walk_of_a_steady_few_microbatches_finds_every_peak(p, v):
 
 
 def test_cached_dummy_wgrads_do_not_combine_with_fsdp():
-    from simsp.config import load_workload
     from simsp.errors import InputError
-    from simsp.workload_rules import validate
+    from simsp.io.config import load_workload
+    from simsp.spec.rules import validate
 
     w = load_workload("workloads/llama-3.1-8b.yaml")
     par = dataclasses.replace(

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simsp.calibration import BUSBW_FACTORS, read_nccl_log
-from simsp.cli import main
-from simsp.config import load_hardware, load_workload
+from simsp.api import run
+from simsp.cli.main import main
 from simsp.cost import cost_model
 from simsp.cost.network import link_scaled_s, nic_slowdown, nvlink_slowdown
-from simsp.params import stage_params
-from simsp.report import run
+from simsp.io.config import load_hardware, load_workload
+from simsp.model.params import stage_params
+from simsp.tables import BUSBW_FACTORS, read_nccl_log
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "hardware" / "dgx-h100.yaml"

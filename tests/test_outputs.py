@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from simsp.cli import main
+from simsp.cli.main import main
 from simsp.errors import InputError
 from simsp.textfile import write_text
 
@@ -31,7 +31,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 @pytest.mark.parametrize("kind", ["gemm", "attention", "nccl"])
 def test_the_profilers_tables_are_written_whole_or_not_at_all(tmp_path, monkeypatch, kind):
     """`simsp profile` and `calibrate` write tables through these; a failure keeps the old one."""
-    from simsp.calibration import attention, gemm, nccl, nccl_writer
+    from simsp.tables import attention, gemm, nccl, nccl_writer
 
     shipped = "hardware/calibration/dgx-a100-80gb"
     write = {
@@ -74,7 +74,7 @@ def test_a_workload_name_cannot_inject_script_into_the_page_title(tmp_path):
 
 def test_version(capsys):
     with pytest.raises(SystemExit) as e:
-        from simsp.cli import parser
+        from simsp.cli.main import parser
 
         parser().parse_args(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.startswith("simsp ")
@@ -222,7 +222,7 @@ def test_a_killed_sweep_leaves_no_worker(tmp_path):
         [
             sys.executable,
             "-m",
-            "simsp.cli",
+            "simsp.cli.main",
             "sweep",
             str(_spec(tmp_path, grid)),
             "--jobs",
@@ -251,7 +251,7 @@ def test_a_global_batch_of_ten_million_is_answered_by_the_closed_form(capsys):
     end stages' memory (memory.steady_microbatches), so it answers, and says it did."""
     assert main(["run", W175, "--global-batch", "10000000"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("closed form (simsp.analytic), not simulated")
+    assert out.startswith("closed form (simsp.sim.closed_form), not simulated")
     assert "240,000,000 actions" in out and "--max-actions" in out
 
 
@@ -266,9 +266,9 @@ def test_past_the_limit_a_closed_form_answer_says_it_is_one(capsys):
     argv = ["run", os.path.join(ROOT, "workloads", "gpt-1t.yaml"), "--global-batch", "1000000"]
     assert main([*argv, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["tier"] == "analytic" and d["note"].startswith("closed form (simsp.analytic)")
+    assert d["tier"] == "analytic" and d["note"].startswith("closed form (simsp.sim.closed_form)")
     assert main(argv) == 0
-    assert capsys.readouterr().out.startswith("closed form (simsp.analytic), not simulated")
+    assert capsys.readouterr().out.startswith("closed form (simsp.sim.closed_form), not simulated")
 
 
 def test_run_json_states_the_configuration_it_ran(capsys):
@@ -296,7 +296,7 @@ def test_run_says_which_files_it_wrote(tmp_path, capsys):
 def test_every_flag_has_help_text():
     import argparse
 
-    from simsp.cli import parser
+    from simsp.cli.main import parser
 
     missing = []
 
@@ -372,7 +372,7 @@ def test_gemm_lookups_equal_a_scan_of_every_point():
     import math
     import random
 
-    from simsp.calibration.gemm import GemmPoint, GemmTable
+    from simsp.tables.gemm import GemmPoint, GemmTable
 
     rng = random.Random(18)
     sizes = [2**i for i in range(6, 15)]
@@ -441,7 +441,7 @@ def test_the_pareto_axis_is_labelled_in_gib_and_centred_on_the_hbm_line():
 
 def test_the_reproduction_page_is_the_same_bytes_on_every_run(tmp_path):
     """plotly names each figure's div with a random uuid unless told; simsp names them."""
-    from simsp.reproduce import reproduce, write_report
+    from simsp.validate.reproduce import reproduce, write_report
 
     tables = reproduce()
     pages = [write_report(tables, tmp_path / str(k)).read_bytes() for k in range(2)]

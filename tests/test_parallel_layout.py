@@ -6,28 +6,28 @@ import dataclasses
 
 import pytest
 
-from simsp import schedule
-from simsp.config import load_hardware, load_workload
 from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
 from simsp.cost import ring_correction as RC
 from simsp.cost import stage_time as ST
-from simsp.cost.network import NetworkModel
-from simsp.cost.overlap import shared_sms_s
-from simsp.gradient_sync import (
+from simsp.cost.gradient_sync import (
     gather_beside_forwards_s,
     gradient_buckets,
     interleaved_gather_exposed_s,
     param_gather_exposed_s,
 )
-from simsp.layer import Attention, build_layer
-from simsp.layout import layer_placement, layout
-from simsp.memory import activation_per_layer_bytes, stage_memory
-from simsp.parallel import ParallelSpec
-from simsp.params import layer_params_per_rank, stage_params
-from simsp.plan import stage_costs
-from simsp.workload_rules import validate
+from simsp.cost.network import NetworkModel
+from simsp.cost.overlap import shared_sms_s
+from simsp.io.config import load_hardware, load_workload
+from simsp.model.layer import Attention, build_layer
+from simsp.model.params import layer_params_per_rank, stage_params
+from simsp.sim import schedule
+from simsp.sim.memory import activation_per_layer_bytes, stage_memory
+from simsp.sim.plan import stage_costs
+from simsp.spec.layout import layer_placement, layout
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
 
 H100 = load_hardware("hardware/dgx-h100.yaml")
 
@@ -372,8 +372,8 @@ def test_cp_and_fsdp_communication_are_drawn_on_streams_of_their_own():
     """Beside each forward and backward: the layers' CP exchanges (forward: c - 1 K/V sends a
     layer; backward: 2(c - 1)) and FSDP's gathers and reduce-scatters, on cp_comm and
     fsdp_comm, derived from the compute spans (the engine records nothing more)."""
-    from simsp.report import run
-    from simsp.timeline import side_spans
+    from simsp.api import run
+    from simsp.present.timeline import side_spans
 
     w = _w("llama-3.1-8b")  # cp 2, one stage
     r = run(w, H100)

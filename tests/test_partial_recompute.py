@@ -5,11 +5,11 @@ import dataclasses
 
 import pytest
 
-from simsp.analytic import costs
 from simsp.errors import InputError
-from simsp.flops import hardware_flops
-from simsp.memory import activation_per_layer_bytes, stage_activation_bytes
-from simsp.workload_rules import validate
+from simsp.model.flops import hardware_flops
+from simsp.sim.closed_form import costs
+from simsp.sim.memory import activation_per_layer_bytes, stage_activation_bytes
+from simsp.spec.rules import validate
 
 
 def _w(workloads, recompute, n=0, schedule="1f1b"):
@@ -65,8 +65,8 @@ def test_it_needs_full_recompute(workloads):
 
 
 def test_it_is_a_flag():
-    from simsp.arguments import load
-    from simsp.cli import parser
+    from simsp.cli.arguments import load
+    from simsp.cli.main import parser
 
     w, _ = load(
         parser().parse_args(
@@ -94,7 +94,7 @@ def _per_stage(workloads, spec, schedule="zb-h1"):
 def test_each_stage_recomputes_its_own_count(workloads, hardware):
     """Stage s's chunks cost s's count of recomputed layers: the engine, the closed form and
     the memory model follow it stage by stage."""
-    from simsp.report import run
+    from simsp.api import run
 
     w = _per_stage(workloads, "12,8,6,4,2,0,0,0")
     full, none = _w(workloads, "full", schedule="zb-h1"), _w(workloads, "none", schedule="zb-h1")
@@ -116,7 +116,7 @@ def test_each_stage_recomputes_its_own_count(workloads, hardware):
 
 
 def analytic_iteration(w, hardware):
-    from simsp.analytic import estimate
+    from simsp.sim.closed_form import estimate
 
     return estimate(w, hardware).iteration_time_s
 
@@ -142,7 +142,7 @@ def test_a_bad_per_stage_list_is_one_error(workloads, spec, words):
 def test_the_closed_form_walks_where_stages_differ(workloads, hardware, name, v):
     """The pipeline formula assumes alike middle stages; with per-stage recompute the closed
     form walks the schedule instead, and equals the engine."""
-    from simsp.report import run
+    from simsp.api import run
 
     w = workloads["gpt3-175b"]
     par = dataclasses.replace(
@@ -163,7 +163,7 @@ def test_kept_outputs_are_held_where_they_were_sent(workloads, hardware, name, v
     """Without Appendix B's deallocation a chunk keeps the output it sent to another stage: the
     engine's HBM trace and the memory model agree stage by stage (no chunk that sends nothing,
     such as the last, keeps one)."""
-    from simsp.report import run
+    from simsp.api import run
 
     w = workloads["gpt3-175b"]
     par = dataclasses.replace(

@@ -6,9 +6,9 @@ from collections import defaultdict
 
 import pytest
 
-from simsp.perfetto import TICKS_PER_US, TIDS, chrome_trace_json
-from simsp.report import run
-from simsp.trace import KINDS
+from simsp.api import run
+from simsp.present.perfetto import TICKS_PER_US, TIDS, chrome_trace_json
+from simsp.sim.trace import KINDS
 from simsp.units import GIB
 
 NAMES = ("gpt-22b", "gpt3-175b", "gpt-1t")

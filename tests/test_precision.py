@@ -1,5 +1,5 @@
-"""FP8 training (simsp/precision.py, layer/fp8.py): what Transformer Engine changes in a layer's
-ops, its memory and its GEMM costs; BF16 runs stay as they were."""
+"""FP8 training (spec/precision.py, model/blocks/fp8.py): what Transformer Engine changes in a
+layer's ops, its memory and its GEMM costs; BF16 runs stay as they were."""
 
 import dataclasses
 import subprocess
@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from simsp import layer as L
-from simsp.config import load_hardware, load_workload
+from simsp.api import run
 from simsp.cost.compute import ComputeModel
 from simsp.errors import InputError
-from simsp.memory import activation_per_layer_bytes, stage_memory
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
-from simsp.params import linear_params_per_rank
-from simsp.precision import BF16, RECIPES, Numerics, cast_bytes
-from simsp.report import run
+from simsp.io.config import load_hardware, load_workload
+from simsp.model import layer as L
+from simsp.model.params import linear_params_per_rank
+from simsp.sim.memory import activation_per_layer_bytes, stage_memory
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.precision import BF16, RECIPES, Numerics, cast_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = ModelSpec(
@@ -110,7 +110,7 @@ def test_current_scaling_agrees_on_amax_over_tp_under_sp():
     hw = load_hardware(ROOT / "hardware/dgx-h100.yaml")
     from simsp.cost import cost_model
     from simsp.cost.layer_time import layer_time
-    from simsp.layout import layer_placement
+    from simsp.spec.layout import layer_placement
 
     place = layer_placement(SP, hw.node.gpus)
     lt = layer_time(L.build_layer(LLAMA, SP, 1, current), cost_model(hw), SP, place)
@@ -242,7 +242,7 @@ def test_fp8_primary_weights_drop_the_bf16_copy_and_gather_in_fp8():
     BF16 copy beside them (2 bytes less a parameter), and the distributed optimizer's all-gather
     moves 1 byte a linear parameter instead of 2."""
     from simsp.cost.stage_time import gathered_bytes
-    from simsp.params import stage_params
+    from simsp.model.params import stage_params
 
     plain, primary = _workload(), _workload()
     primary = dataclasses.replace(
@@ -261,7 +261,7 @@ def test_fp8_primary_weights_drop_the_bf16_copy_and_gather_in_fp8():
 def test_fp8_param_gather_needs_fp8():
     w = _workload("bf16")
     bad = dataclasses.replace(w, training=dataclasses.replace(w.training, fp8_param_gather=True))
-    from simsp.workload_rules import validate
+    from simsp.spec.rules import validate
 
     with pytest.raises(InputError, match="training.fp8_param_gather"):
         validate(bad, "w")
@@ -273,8 +273,8 @@ def test_delayed_scaling_reduces_amaxes_once_a_chunk_pass():
     scaling and a group of one add nothing."""
     from simsp.cost import cost_model
     from simsp.cost import stage_time as st
-    from simsp.layout import layout
-    from simsp.plan import DIRECT, chunk_costs, stage_costs
+    from simsp.sim.plan import DIRECT, chunk_costs, stage_costs
+    from simsp.spec.layout import layout
 
     hw = _h100()
     cost = cost_model(hw)

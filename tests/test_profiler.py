@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-import simsp.cli
-from simsp.calibration import read_gemm_table, read_nccl_log
-from simsp.config import load_hardware, load_workload
+import simsp.cli.main
+from simsp.cli.profile_parsers import register
 from simsp.cost import CostModel
 from simsp.cost.layer_time import layer_time
-from simsp.layer import Gemm, build_layer
-from simsp.layout import layer_placement
-from simsp.profiler import shapes
-from simsp.profiler.collectives import LOG_NAMES, OPS
-from simsp.profiler.parsers import register
+from simsp.io.config import load_hardware, load_workload
+from simsp.measure.profiler import shapes
+from simsp.measure.profiler.collectives import LOG_NAMES, OPS
+from simsp.model.layer import Gemm, build_layer
+from simsp.spec.layout import layer_placement
+from simsp.tables import read_gemm_table, read_nccl_log
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
@@ -34,7 +34,7 @@ training: {global_batch: 1, micro_batch: 1}
 parallel: {tp: 2, pp: 1, dp: 1, sequence_parallel: true, recompute: selective, schedule: 1f1b}
 """
 SIZES = [1024 * 2**i for i in range(7)]  # 1 KiB .. 64 KiB
-_PARSER = simsp.cli.parser
+_PARSER = simsp.cli.main.parser
 
 
 def _parser():
@@ -48,9 +48,9 @@ def _parser():
 
 @pytest.fixture
 def cli(monkeypatch):
-    """simsp.cli.main with the profiler's commands."""
-    monkeypatch.setattr(simsp.cli, "parser", _parser)
-    return simsp.cli.main
+    """simsp.cli.main.main with the profiler's commands."""
+    monkeypatch.setattr(simsp.cli.main, "parser", _parser)
+    return simsp.cli.main.main
 
 
 @pytest.fixture(scope="module")
@@ -96,15 +96,16 @@ def test_workload_shapes_are_exactly_the_cost_model_lookups(tiny, hardware):
 def test_import_rule_and_the_no_torch_hint(tiny):
     code = textwrap.dedent(f"""
         import sys
-        import simsp.cli, simsp.profiler.commands, simsp.profiler.gemm, simsp.profiler.collectives
-        import simsp.profiler.calibrate, simsp.profiler.shapes
+        import simsp.cli.main, simsp.cli.profile
+        import simsp.measure.profiler.gemm, simsp.measure.profiler.collectives
+        import simsp.measure.profiler.calibrate, simsp.measure.profiler.shapes
         assert "torch" not in sys.modules, "a profiler module imported torch at import time"
         sys.modules["torch"] = None  # as if torch were not installed
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_profiler import _parser
-        simsp.cli.parser = _parser
-        codes = [simsp.cli.main(["profile", "gemm", {str(tiny)!r}, "--out", "never.csv"]),
-                 simsp.cli.main(["profile", "collectives", "--nproc", "2"])]
+        simsp.cli.main.parser = _parser
+        codes = [simsp.cli.main.main(["profile", "gemm", {str(tiny)!r}, "--out", "never.csv"]),
+                 simsp.cli.main.main(["profile", "collectives", "--nproc", "2"])]
         sys.exit(0 if codes == [2, 2] else 1)
     """)
     r = subprocess.run(
@@ -226,8 +227,8 @@ def measured(tiny, tmp_path_factory):
     below."""
     pytest.importorskip("torch")
     folder = tmp_path_factory.mktemp("profile")
-    main = simsp.cli.main
-    saved, simsp.cli.parser = simsp.cli.parser, _parser
+    main = simsp.cli.main.main
+    saved, simsp.cli.main.parser = simsp.cli.main.parser, _parser
     try:
         rc_gemm = main(
             ["profile", "gemm", str(tiny), "--out", str(folder / "gemm.csv"), "--repeats", "2"]
@@ -251,7 +252,7 @@ def measured(tiny, tmp_path_factory):
             ]
         )
     finally:
-        simsp.cli.parser = saved
+        simsp.cli.main.parser = saved
     assert (rc_gemm, rc_coll) == (0, 0)
     return folder
 
@@ -332,7 +333,7 @@ def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, 
 
 def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
     pytest.importorskip("torch")
-    from simsp.cli import main
+    from simsp.cli.main import main
 
     assert main(["profile", "host", "--repeats", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -356,7 +357,7 @@ def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
             "calibration:\n", "calibration:\n" + "".join(f"  {line}\n" for line in lines), 1
         ).replace("calibration/", str(ROOT / "hardware" / "calibration") + "/")
     )
-    from simsp.config import load_hardware
+    from simsp.io.config import load_hardware
 
     assert load_hardware(hw).calibration.host_forward_us == float(values["host_forward_us"])
 

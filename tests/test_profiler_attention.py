@@ -16,13 +16,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-import simsp.cli  # noqa: E402
-from simsp.calibration import read_attention_table  # noqa: E402
-from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR  # noqa: E402
-from simsp.config import load_hardware, load_workload  # noqa: E402
+import simsp.cli.main  # noqa: E402
 from simsp.cost import CostModel  # noqa: E402
-from simsp.layer import build_layer  # noqa: E402
-from simsp.profiler import attention  # noqa: E402
+from simsp.io.config import load_hardware, load_workload  # noqa: E402
+from simsp.measure.profiler import attention  # noqa: E402
+from simsp.model.layer import build_layer  # noqa: E402
+from simsp.tables import read_attention_table  # noqa: E402
+from simsp.tables.attention import BACKWARD_FLOPS_FACTOR  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
@@ -48,7 +48,7 @@ def profiled(tiny, tmp_path_factory) -> Path:
     """One attention profile of the tiny workload on the CPU."""
     out = tmp_path_factory.mktemp("profile") / "attention.csv"
     assert (
-        simsp.cli.main(
+        simsp.cli.main.main(
             [
                 "profile",
                 "attention",
@@ -71,7 +71,7 @@ def calibrated(profiled, tmp_path_factory) -> Path:
     """A hardware YAML whose calibration.flash_attention is the profile (copied beside it)."""
     out = tmp_path_factory.mktemp("hw") / "tiny-cpu.yaml"
     assert (
-        simsp.cli.main(
+        simsp.cli.main.main(
             [
                 "calibrate",
                 "--hardware",
@@ -153,13 +153,13 @@ def test_calibrate_points_at_the_copied_table(calibrated, profiled):
 
 def test_simulation_uses_the_flash_table(calibrated, tiny, capsys):
     capsys.readouterr()
-    assert simsp.cli.main(["layer", str(tiny), "--hardware", str(calibrated), "--json"]) == 0
+    assert simsp.cli.main.main(["layer", str(tiny), "--hardware", str(calibrated), "--json"]) == 0
     ops = [
         op for op in json.loads(capsys.readouterr().out)["ops"] if op["kind"] == "flash_attention"
     ]
     assert ops and {op["source"] for op in ops} == {"flash table"}
     assert {op["phase"] for op in ops} >= {"forward", "backward"}
-    assert simsp.cli.main(["run", str(tiny), "--hardware", str(calibrated), "--json"]) == 0
+    assert simsp.cli.main.main(["run", str(tiny), "--hardware", str(calibrated), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gemm_sources"].get("flash table", 0) >= 2
 
 
@@ -185,7 +185,7 @@ def test_calibrate_refuses_a_bad_attention_table_and_writes_nothing(tmp_path, ca
     bad, out = tmp_path / "bad.csv", tmp_path / "new.yaml"
     bad.write_text("gpu,kernel\nx,y\n")
     assert (
-        simsp.cli.main(
+        simsp.cli.main.main(
             ["calibrate", "--hardware", str(BASE_HW), "--attention", str(bad), "--out", str(out)]
         )
         == 2
@@ -198,7 +198,7 @@ def test_calibrate_refuses_a_bad_attention_table_and_writes_nothing(tmp_path, ca
 def test_unfused_workload_without_grid_is_refused(tiny, tmp_path, capsys):
     out = tmp_path / "a.csv"
     assert (
-        simsp.cli.main(
+        simsp.cli.main.main(
             [
                 "profile",
                 "attention",
@@ -219,10 +219,10 @@ def test_unfused_workload_without_grid_is_refused(tiny, tmp_path, capsys):
 def test_no_torch_gives_the_profilers_one_line_error(tiny):
     code = textwrap.dedent(f"""
         import sys
-        import simsp.cli, simsp.profiler.attention, simsp.profiler.commands
+        import simsp.cli.main, simsp.measure.profiler.attention, simsp.cli.profile
         assert "torch" not in sys.modules, "a profiler module imported torch at import time"
         sys.modules["torch"] = None  # as if torch were not installed
-        sys.exit(simsp.cli.main(["profile", "attention", {str(tiny)!r}, "--out", "never.csv"]))
+        sys.exit(simsp.cli.main.main(["profile", "attention", {str(tiny)!r}, "--out", "never.csv"]))
     """)
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60

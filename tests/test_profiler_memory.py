@@ -7,8 +7,8 @@ import itertools
 import pytest
 import yaml
 
-import simsp.cli
-from simsp.config import load_hardware
+import simsp.cli.main
+from simsp.io.config import load_hardware
 from tests.test_profiler import BASE_HW, _parser
 
 SMALL = ["--device", "cpu", "--sizes", "6144", "98304", "--tokens", "8", "--vocab", "64"]
@@ -16,14 +16,14 @@ SMALL = ["--device", "cpu", "--sizes", "6144", "98304", "--tokens", "8", "--voca
 
 @pytest.fixture
 def cli(monkeypatch):
-    monkeypatch.setattr(simsp.cli, "parser", _parser)
-    return simsp.cli.main
+    monkeypatch.setattr(simsp.cli.main, "parser", _parser)
+    return simsp.cli.main.main
 
 
 def test_the_unfused_loss_is_a_cross_entropy_and_its_gradient():
     """Megatron's op sequence gives torch's per-token loss and the gradient of their mean."""
     torch = pytest.importorskip("torch")
-    from simsp.profiler.memory_bound import unfused_cross_entropy
+    from simsp.measure.profiler.memory_bound import unfused_cross_entropy
 
     torch.manual_seed(1)
     logits = torch.randn(16, 50, dtype=torch.bfloat16)
@@ -102,7 +102,7 @@ def test_memory_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
 
 def test_slow_rates_keep_their_digits():
     """A contended CPU can time an add at 0.04 GB/s: written as 0.0 it would be refused."""
-    from simsp.profiler.memory_bound import MemoryRates
+    from simsp.measure.profiler.memory_bound import MemoryRates
 
     rates = MemoryRates(((65536, 19.93), (262144, 0.0412)), 0.0123, 1.5, 8, 64, "CPU x", "v", "d")
     values = yaml.safe_load("\n".join(rates.yaml_lines("simsp profile memory")))
@@ -129,7 +129,7 @@ def test_each_size_streams_from_memory(monkeypatch):
     (so no call finds its operands cached); one that fills it alone uses one. 2 warmup calls and
     7 rounds of 2 make 16 calls, enough to visit all 10 slices of the first."""
     torch = pytest.importorskip("torch")
-    from simsp.profiler import memory_bound
+    from simsp.measure.profiler import memory_bound
 
     class Spy:
         def __init__(self):
@@ -153,7 +153,7 @@ def test_tiny_sizes_keep_memory_bounded(monkeypatch):
     """A 6-byte add would rotate through 10**8 slices of a 512 MiB buffer: only the slices the
     timed calls use are made."""
     torch = pytest.importorskip("torch")
-    from simsp.profiler import memory_bound
+    from simsp.measure.profiler import memory_bound
 
     monkeypatch.setitem(memory_bound.ROTATE_BYTES, "cpu", 6 * 10**6)
     made = []

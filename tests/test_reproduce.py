@@ -2,8 +2,8 @@
 
 import pytest
 
-from simsp.cli import main
-from simsp.reproduce import HEADERS
+from simsp.cli.main import main
+from simsp.validate.reproduce import HEADERS
 
 
 @pytest.fixture(scope="module")

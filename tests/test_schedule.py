@@ -1,4 +1,4 @@
-"""Tests for simsp.schedule: pipeline schedules as pure data (no simpy).
+"""Tests for simsp.sim.schedule: pipeline schedules as pure data (no simpy).
 
 A tiny list-scheduling loop replays each schedule with unit costs and free communication,
 honouring `dependencies`, to check completeness, deadlock freedom and the textbook makespans
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsp.schedule import (
+from simsp.sim.schedule import (
     SCHEDULES,
     Action,
     build,
@@ -303,3 +303,11 @@ def test_one_trillion_workload_builds(args):
     """The 1T run's schedule (its speed is benchmarks/engine_speed.py's to measure)."""
     sched = build(*args)
     assert len(sched) == 64
+
+
+def test_every_named_schedule_has_a_builder():
+    """spec.schedules names each kind once; sim.schedule builds each of them, and no other."""
+    from simsp.sim.schedule import BUILDERS
+    from simsp.spec.schedules import REGISTRY
+
+    assert set(BUILDERS) == set(REGISTRY)

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from simsp import sweep
-from simsp.cli import main as cli_main
-from simsp.workload_rules import validate
+from simsp.cli.main import main as cli_main
+from simsp.spec.rules import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_175B = ROOT / "workloads" / "sweeps" / "gpt3-175b-64gpu.yaml"
@@ -202,7 +202,7 @@ def test_csv_columns_and_values(tmp_path):
 
 
 def test_paper_setting_row_equals_simsp_run_and_best_is_no_slower(tmp_path, workloads, hardware):
-    from simsp.report import run
+    from simsp.api import run
 
     grid = {
         "tp": [4, 8],
@@ -259,7 +259,7 @@ def test_kill_and_resume_loses_and_duplicates_no_row(tmp_path):
     assert len(reference) == 12
     out = tmp_path / "killed.csv"
     code = (
-        f"import sys; from simsp.cli import main; sys.exit(main(['sweep', {str(spec_path)!r}, "
+        f"import sys; from simsp.cli.main import main; sys.exit(main(['sweep', {str(spec_path)!r}, "
         f"'--out', {str(out)!r}, '--jobs', '1', '--no-progress']))"
     )
     proc = subprocess.Popen(
@@ -397,15 +397,17 @@ def test_cli_prints_best_table_and_json(tmp_path, capsys):
 
 
 def test_register_adds_both_commands():
-    from simsp.arguments import Parser as _Parser
+    from simsp.cli import compare
+    from simsp.cli import sweep as sweep_command
+    from simsp.cli.arguments import Parser as _Parser
 
     top = _Parser(prog="simsp")
-    sweep.register(top.add_subparsers(dest="command", parser_class=_Parser))
+    sweep_command.register(top.add_subparsers(dest="command", parser_class=_Parser))
     args = top.parse_args(
         ["sweep", "s.yaml", "--screen", "--keep", "0.5", "--executor", "dask://h:8786"]
     )
     assert (args.func, args.screen, args.keep, args.executor) == (
-        sweep.cmd_sweep,
+        sweep_command.cmd_sweep,
         True,
         0.5,
         "dask://h:8786",
@@ -414,7 +416,7 @@ def test_register_adds_both_commands():
         ["compare", "w.yaml", "--hardware", "a.yaml", "b.yaml", "--tp", "4", "--json"]
     )
     assert (args.func, args.hardware, args.tp, args.json) == (
-        sweep.cmd_compare,
+        compare.cmd_compare,
         ["a.yaml", "b.yaml"],
         4,
         True,

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from simsp.cli import main
-from simsp.timeline import (
+from simsp.cli.main import main
+from simsp.present.timeline import (
     BAR_BUDGET,
     KIND_STYLE,
     choose_view,
@@ -22,7 +22,7 @@ from simsp.timeline import (
     merge_runs,
     timeline_html,
 )
-from simsp.trace import Span
+from simsp.sim.trace import Span
 from simsp.units import GIB
 from tests.conftest import ROOT
 
@@ -117,8 +117,8 @@ def test_title_names_workload_hardware_and_iteration_time(results):
 
 def test_the_page_keeps_the_runs_measured_accuracy(results):
     """The line `simsp run` ends with, under the title: the picture keeps its caveat."""
-    from simsp.timeline.page import _wrap
-    from simsp.validate.accuracy import accuracy_line
+    from simsp.present.accuracy import accuracy_line
+    from simsp.present.timeline.page import _wrap
 
     r = results("gpt3-175b")
     note = next(a.text for a in figure(r).layout.annotations if "validated " in a.text)
@@ -129,8 +129,8 @@ def test_the_page_keeps_the_runs_measured_accuracy(results):
 
 def test_a_run_without_tp_draws_no_tp_row():
     """tp 1: no TP collective, so the chunk level draws no TP-row span (it drew one a chunk)."""
-    from simsp.config import load_hardware, load_workload
-    from simsp.report import run
+    from simsp.api import run
+    from simsp.io.config import load_hardware, load_workload
 
     w = load_workload(ROOT / "workloads" / "llama-3.1-8b.yaml")
     assert w.parallel.tp == 1
@@ -273,14 +273,16 @@ def test_cli_writes_timeline_and_trace(tmp_path, capsys):
 
 
 def test_only_timeline_imports_plotly():
-    code = "import sys, simsp.perfetto, simsp.report; print('plotly' in sys.modules)"
+    code = (
+        "import sys, simsp.present.perfetto, simsp.present.report; print('plotly' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "False", "simsp.perfetto must not pull in plotly"
+    assert out.strip() == "False", "simsp.present.perfetto must not pull in plotly"
 
 
 def test_every_kind_has_a_style():
-    from simsp.trace import KINDS
+    from simsp.sim.trace import KINDS
 
     assert set(KINDS) <= set(KIND_STYLE)

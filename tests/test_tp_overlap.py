@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from simsp.cli import main
+from simsp.cli.main import main
 from simsp.cost import cost_model
 from simsp.cost.compute import FORWARD, gemm_grad_shapes
 from simsp.cost.layer_time import layer_time
 from simsp.cost.overlap import RS_SPLITS, split_overlap_ag_s, split_overlap_rs_s
-from simsp.layer import build_layer
-from simsp.layout import layer_placement
+from simsp.model.layer import build_layer
+from simsp.spec.layout import layer_placement
 
 LLAMA_70B = "workloads/llama-3.1-70b.yaml"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from simsp import validate as V
+from simsp.cli.validate import register
 from simsp.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,7 +272,7 @@ def test_parallel_prediction_keeps_case_order():
 
 def test_json_shape(capsys):
     top = argparse.ArgumentParser()
-    V.register(top.add_subparsers())
+    register(top.add_subparsers())
     args = top.parse_args(["validate", "--json", "--set", "paper-table4", "paper-table5"])
     args.func(args)
     out = json.loads(capsys.readouterr().out)
@@ -331,11 +332,12 @@ def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_pat
 
 
 def test_validate_does_not_import_plotly_until_a_page_is_drawn():
-    # the scatter figure is plain data; plotly comes in through simsp.timeline only to draw the page
+    # the scatter figure is plain data; plotly comes in through simsp.present.timeline only to
+    # draw the page
     code = (
         "import sys; from simsp import validate as V; c = V.Case('s', 'x', 1.0, None, 'hw'); v = "
         "V.Validation(('s',), (V.CaseResult(c, 1.1),), (), 0.0); fig = V.scatter_figure(v); "
-        "print('plotly' in sys.modules, 'simsp.timeline' in sys.modules); html = "
+        "print('plotly' in sys.modules, 'simsp.present.timeline' in sys.modules); html = "
         "V.scatter_html(v); print('plotly' in sys.modules, 'Plotly.newPlot' in html)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

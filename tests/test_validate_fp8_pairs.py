@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from simsp.cli import main
+from simsp.cli.main import main
 from simsp.validate.fp8_pairs import PAIRS_SET, measured_step_s, pair_cases, read_pairs, speedups
 from simsp.validate.metrics import CaseResult
 

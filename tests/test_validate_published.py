@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from simsp import validate as V
+from simsp.cli.validate import register
 from simsp.validate import published as P
 from simsp.validate import published_runs as R
 
@@ -130,8 +131,8 @@ def test_the_nemo_llama2_formula_reproduces_nvidias_published_tflops():
 
 
 def test_naive_baseline_is_model_flops_over_half_the_peak():
-    from simsp.config import load_hardware
-    from simsp.report import run
+    from simsp.api import run
+    from simsp.io.config import load_hardware
 
     c = next(c for c in _all()[0] if c.name == "foundry-a100-80-mpt-7b-2k-8")
     hw = load_hardware(c.hardware)
@@ -141,7 +142,7 @@ def test_naive_baseline_is_model_flops_over_half_the_peak():
 
 def test_validate_json_names_the_published_sets(capsys):
     top = argparse.ArgumentParser()
-    V.register(top.add_subparsers())
+    register(top.add_subparsers())
     args = top.parse_args(["validate", "--json", "--workers", "1", "--set", *P.PUBLISHED_SETS])
     args.func(args)
     out = json.loads(capsys.readouterr().out)["sets"]
@@ -209,8 +210,8 @@ def test_blackwell_runs_of_2025_price_cudnn_at_their_containers_version():
     """NeMo 25.02 / 25.04 and Megatron-Bridge 25.09 / 25.11 ran 2025 containers (cuDNN <= 9.13):
     on B200 / GB200, whose table holds cuDNN 9.13.0's rows beside 9.19.1's, their attention is
     `cudnn-9.13`; the same releases on H100 keep the hardware file's cuDNN rows."""
-    from simsp.config import load_hardware
     from simsp.cost.compute import ComputeModel
+    from simsp.io.config import load_hardware
 
     b200, _ = P.published_cases("published-b200")
     assert {c.workload.training.attention_kernel for c in b200} == {"cudnn-9.13"}

@@ -9,8 +9,10 @@ import math
 import pytest
 
 from simsp import validate as V
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.spread import (
     KEYS,
     RELEASE_SETTINGS,
@@ -20,8 +22,6 @@ from simsp.validate.spread import (
     same_published_configuration,
     without_trailing_parenthesis,
 )
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
 
 BASE = validate(
     Workload(

@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
+from simsp.api import run
 from simsp.cost import cost_model
 from simsp.cost.layer_time import layer_time
-from simsp.layer import build_layer
-from simsp.layout import layer_placement
-from simsp.paper import MODELS, TABLE4_22B_MS, TABLE4_LABELS, TABLE5_MFU_HFU, TABLE5_S
-from simsp.report import run
+from simsp.model.layer import build_layer
+from simsp.spec.layout import layer_placement
+from simsp.validate.paper import MODELS, TABLE4_22B_MS, TABLE4_LABELS, TABLE5_MFU_HFU, TABLE5_S
 
 
 def variant(w, recompute, sp):
@@ -124,7 +124,7 @@ def test_table5_22b_mfu_and_hfu_within_1_5_points(table5):
 
 def test_mfu_formula_reproduces_the_papers_mfu_from_the_papers_times(workloads, hardware):
     """Eq. 7/8 with B the global batch give Table 5's MFU/HFU from Table 5's own times."""
-    from simsp.flops import hardware_flops, model_flops, utilization
+    from simsp.model.flops import hardware_flops, model_flops, utilization
 
     for name in MODELS[1:]:  # 22B's 1.10 s is rounded: 41.7% vs the printed 41.5%
         w = workloads[name]

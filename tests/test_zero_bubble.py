@@ -6,13 +6,14 @@ import dataclasses
 
 import pytest
 
-from simsp import analytic, schedule
+from simsp.api import run
 from simsp.cost.layer_entries import LayerTime
-from simsp.engine import simulate
-from simsp.memory import memory_report
-from simsp.plan import ChunkCost
-from simsp.report import run
-from simsp.workload_rules import validate
+from simsp.sim import closed_form as analytic
+from simsp.sim import schedule
+from simsp.sim.engine import simulate
+from simsp.sim.memory import memory_report
+from simsp.sim.plan import ChunkCost
+from simsp.spec.rules import validate
 
 from .test_engine import uniform_plan
 
@@ -200,7 +201,7 @@ def test_v_schedules_put_the_output_layer_on_the_first_stage(workloads, hardware
 def test_sweep_compares_the_seven_schedules(tmp_path, capsys):
     """workloads/sweeps/gpt3-175b-zero-bubble.yaml: one row per schedule, with time, bubble and
     peak HBM; ZB-H1 faster than 1F1B at the same peak."""
-    from simsp.cli import main
+    from simsp.cli.main import main
 
     out = tmp_path / "s.csv"
     assert (

@@ -145,7 +145,7 @@ def flash_workloads(workloads: list[str]) -> list[str]:
     """The workloads (paths as given) whose model uses FlashAttention (`model.attention: flash`)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # simsp from this repository, installed or not
-    from simsp.config import load_workload
+    from simsp.io.config import load_workload
     return [w for w in workloads if load_workload(ROOT / w).model.attention == "flash"]
 
 

@@ -10,7 +10,7 @@ Engine's parallel_cross_entropy ("ce_fusion") forward and backward over seven ca
 vocabularies), and stores the cases' total bytes (`ce_theoretical_bytes`) over their total time
 as a fraction of its 8000 GiB/s, after setting 30 us apart for each of a case's two launches
 (`weighted_efficiency`, launches=2). Bytes and the set-apart time being known, the total time is
-recovered exactly; the rate here is the bytes simsp/layer/loss.py counts for the same seven
+recovered exactly; the rate here is the bytes simsp/model/blocks/loss.py counts for the same seven
 cases over that time, the launches included.
 
     python hardware/calibration/derive_cross_entropy.py   # prints the two YAML lines
@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from simsp.layer.loss import CROSS_ENTROPY  # noqa: E402
+from simsp.model.blocks.loss import CROSS_ENTROPY  # noqa: E402
 
 SIMUMAX_SYSTEM = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
 GIB = 2**30

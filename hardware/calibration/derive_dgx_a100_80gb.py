@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from simsp.calibration import GemmPoint, GemmTable, write_gemm_table  # noqa: E402
+from simsp.tables import GemmPoint, GemmTable, write_gemm_table  # noqa: E402
 
 OUT_DEFAULT = REPO / "hardware" / "calibration" / "dgx-a100-80gb"
 VTRAIN = ("VIA-Research/vTrain", "trace/a100/", "f8dda8473a48b373b1d25f51f52d685bff5150c5", "MIT")

@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from simsp.calibration import LAYOUTS, GemmPoint, GemmTable, read_gemm_table, write_gemm_table  # noqa: E402
+from simsp.tables import LAYOUTS, GemmPoint, GemmTable, read_gemm_table, write_gemm_table  # noqa: E402
 
 CAL_ROOT = REPO / "hardware" / "calibration"
 SCRIPT = "hardware/calibration/derive_gemm_model.py"

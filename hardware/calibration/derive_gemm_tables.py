@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 import derive_gemm_model as model  # noqa: E402
 import published_gemm as pub  # noqa: E402
 
-from simsp.calibration import GemmPoint, GemmTable, read_gemm_table, write_gemm_table  # noqa: E402
+from simsp.tables import GemmPoint, GemmTable, read_gemm_table, write_gemm_table  # noqa: E402
 
 CAL = REPO / "hardware" / "calibration"
 SCRIPT = "hardware/calibration/derive_gemm_tables.py"

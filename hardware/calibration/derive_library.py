@@ -7,7 +7,7 @@ Usage (from the repository root):
 DATA_DIR defaults to ../shared/data (only the Echo logs are read from it, for vtrain-a100);
 CAL_DIR to hardware/calibration. Every other number is typed in below from
 ../shared/reference/hardware-and-calibration.md ("ref §x", with its [S*] source tags), and every
-table is written in the nccl-tests layout by `simsp.calibration.write_nccl_log` (the out-of-place
+table is written in the nccl-tests layout by `simsp.tables.write_nccl_log` (the out-of-place
 figures repeated as in-place), with its source and derivation in '# key: value' header lines.
 Writes, under CAL_DIR:
 
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from simsp.calibration import (  # noqa: E402
+from simsp.tables import (  # noqa: E402
     BUSBW_FACTORS,
     CollectiveTable,
     read_nccl_log,

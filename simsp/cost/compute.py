@@ -12,12 +12,12 @@ import bisect
 import dataclasses
 from dataclasses import dataclass
 
-from simsp.calibration import GemmTable, read_attention_table, read_gemm_table
-from simsp.calibration.attention import BACKWARD_FLOPS_FACTOR, AttentionTable
 from simsp.errors import InputError
-from simsp.hardware import HardwareSpec
-from simsp.layer import Attention, Gemm
-from simsp.precision import BYTES_FP8, fp8_gemm_layout
+from simsp.model.layer import Attention, Gemm
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.precision import BYTES_FP8, fp8_gemm_layout
+from simsp.tables import GemmTable, read_attention_table, read_gemm_table
+from simsp.tables.attention import BACKWARD_FLOPS_FACTOR, AttentionTable
 from simsp.units import BYTES_16BIT, GB, TERA, US
 
 FORWARD, DGRAD, WGRAD = "TN", "NN", "NT"
@@ -279,7 +279,7 @@ class ComputeModel:
         """The hardware file's measured rate for a memory-bound kind, GB/s; 0 if none. RMSNorm
         runs the same one-read, one-write fused kernel shape as layer-norm (Apex / TE fused
         norms); with no measurement of its own it takes the measured layer-norm rate. A
-        `cross_entropy.NAME` kind is the loss implementation NAME (simsp/layer/loss.py)."""
+        `cross_entropy.NAME` kind is the loss implementation NAME (simsp/model/blocks/loss.py)."""
         mb = self.hw.memory_bound
         if kind in ("layernorm", "rmsnorm"):
             return mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps

@@ -20,10 +20,10 @@ the commit introducing this module).
 from dataclasses import dataclass
 
 from simsp.cost.overlap import shared_sms_s
-from simsp.layout import GRADIENT_GROUP, Group, Layout
-from simsp.params import layer_params_per_rank
+from simsp.model.params import layer_params_per_rank
+from simsp.spec.layout import GRADIENT_GROUP, Group, Layout
+from simsp.spec.workload import Workload
 from simsp.units import BYTES_16BIT, BYTES_FP32
-from simsp.workload import Workload
 
 
 @dataclass(frozen=True)

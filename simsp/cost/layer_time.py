@@ -26,9 +26,9 @@ from simsp.cost.overlap import (
     split_overlap_rs_s,
 )
 from simsp.cost.ring_attention import ring_attention_entries
-from simsp.layer import Op
-from simsp.layout import Placement
-from simsp.parallel import ParallelSpec
+from simsp.model.layer import Op
+from simsp.spec.layout import Placement
+from simsp.spec.parallel import ParallelSpec
 
 
 class _Pass:
@@ -102,7 +102,7 @@ class _Pass:
 
     def quantize(self, op: Op, phase: str, backward: bool) -> list[Entry]:
         """An FP8 linear layer's quantize kernels (cast, transpose, amax) in one direction, by
-        their bytes (layer/fp8.py); none under BF16."""
+        their bytes (model/blocks/fp8.py); none under BF16."""
         nbytes = op.bwd_bytes if backward else op.fwd_bytes
         if not (op.gemm and nbytes):
             return []

@@ -22,7 +22,7 @@ link; across nodes this is optimistic, as an all-to-all does not pipeline around
 Link rates as a what-if. Each table was measured on some link: the `nvlink` logs on a node of
 `calibration.measured_nvlink_gbps` per GPU, the `infiniband` logs on nodes of
 `measured_nics_per_node` NICs of `measured_nic_gbps` each (each 0 or absent: the file's own
-node/network value, i.e. tables measured on the machine the file describes; `simsp.config`
+node/network value, i.e. tables measured on the machine the file describes; `simsp.io.config`
 resolves them before any `--set`, so a `--set` moves the link and not the measurement). Where the
 file's (or `--set`'s) rate differs, a table's time of S bytes becomes
 
@@ -47,9 +47,9 @@ bit. Rates more than 1000x from the measured ones are refused (hardware.LINK_SPA
 import math
 from dataclasses import dataclass, field
 
-from simsp.calibration import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
 from simsp.errors import InputError
-from simsp.hardware import HardwareSpec
+from simsp.spec.hardware import HardwareSpec
+from simsp.tables import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
 from simsp.units import US
 
 AR, AG, RS, P2P, A2A = "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"

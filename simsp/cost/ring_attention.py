@@ -4,7 +4,7 @@ entries of one attention call, its steps, the sends beside them and the correcti
 from simsp.cost import ring_correction as rc
 from simsp.cost.layer_entries import Entry
 from simsp.cost.overlap import ring_exposed_s, shared_sms_s
-from simsp.layer import Attention, Op
+from simsp.model.layer import Attention, Op
 
 
 def ring_attention_entries(p, op: Op, phase: str, backward: bool) -> list[Entry]:

@@ -4,14 +4,14 @@ gradient synchronisation and the optimizer step, in seconds on one rank.
 
 from simsp.cost import CostModel
 from simsp.cost.compute import CROSS_ENTROPY_KIND, FORWARD, gemm_grad_shapes
-from simsp.gradient_sync import chunk_gradients
-from simsp.layer import Gemm
-from simsp.layer.loss import CROSS_ENTROPY
-from simsp.layout import GRADIENT_GROUP, Layout, Placement
-from simsp.params import linear_params_per_rank, stage_params
-from simsp.precision import cast_bytes
+from simsp.cost.gradient_sync import chunk_gradients
+from simsp.model.blocks.loss import CROSS_ENTROPY
+from simsp.model.layer import Gemm
+from simsp.model.params import linear_params_per_rank, stage_params
+from simsp.spec.layout import GRADIENT_GROUP, Layout, Placement
+from simsp.spec.precision import cast_bytes
+from simsp.spec.workload import Workload
 from simsp.units import BYTES_16BIT, BYTES_FP32
-from simsp.workload import Workload
 
 GRAD_AVERAGE_BYTES = 8.0
 """Megatron-LM's DDP wrapper divides the whole fp32 gradient buffer by the DP size before its
@@ -84,7 +84,7 @@ def embedding_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, 
 def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, float]:
     """(forward, backward) of the last stage: final layer-norm, logits GEMM over the vocab shard,
     then the vocab-parallel cross-entropy the run's implementation computes
-    (training.cross_entropy, simsp/layer/loss.py) with its small TP collectives."""
+    (training.cross_entropy, simsp/model/blocks/loss.py) with its small TP collectives."""
     m, t = w.model, w.parallel.tp
     sb = m.seq_len // w.parallel.cp * w.training.micro_batch
     seq = t if w.parallel.sequence_parallel else 1

@@ -33,13 +33,12 @@ Modules:
 * `progress` - the progress bar;
 * `runner` - `run_sweep`: the above, end to end;
 * `pareto` - the Pareto front and the time-vs-memory figure spec;
-* `compare` - `simsp compare`;
-* `commands` - argparse registration (`register`), `cmd_sweep`, the best-K table.
+* `summary` - the best-K table and the one-line account of a sweep.
+
+The command lines, `simsp sweep` and `simsp compare`, are `simsp.cli.sweep` and `simsp.cli.compare`.
 """
 
-from .commands import best, cmd_sweep, register, summary, table
-from .compare import cmd_compare, compare_table
-from .execute import (
+from simsp.sweep.execute import (
     dask_address,
     evaluate_analytic,
     evaluate_event,
@@ -47,11 +46,11 @@ from .execute import (
     executor_rows,
     screen,
 )
-from .pareto import RECOMPUTE_COLOURS, figure_page, pareto_figure, pareto_front
-from .progress import Progress
-from .rows import COLUMNS, KEY_COLUMNS, RESULT_COLUMNS, describe_row, fmt
-from .runner import Outcome, run_sweep
-from .spec import (
+from simsp.sweep.pareto import RECOMPUTE_COLOURS, figure_page, pareto_figure, pareto_front
+from simsp.sweep.progress import Progress
+from simsp.sweep.rows import COLUMNS, KEY_COLUMNS, RESULT_COLUMNS, describe_row, fmt
+from simsp.sweep.runner import Outcome, run_sweep
+from simsp.sweep.spec import (
     CHOICES,
     DEFAULT_KEEP,
     GRID_KEYS,
@@ -64,7 +63,8 @@ from .spec import (
     load_spec,
     resolve,
 )
-from .store import CsvSink, Output, read_csv_rows
+from simsp.sweep.store import CsvSink, Output, read_csv_rows
+from simsp.sweep.summary import best, summary, table
 
 __all__ = [
     "CHOICES",
@@ -83,9 +83,6 @@ __all__ = [
     "SPEC_KEYS",
     "SweepSpec",
     "best",
-    "cmd_compare",
-    "cmd_sweep",
-    "compare_table",
     "config_key",
     "dask_address",
     "describe_row",
@@ -100,7 +97,6 @@ __all__ = [
     "pareto_figure",
     "pareto_front",
     "read_csv_rows",
-    "register",
     "resolve",
     "run_sweep",
     "screen",

@@ -9,22 +9,21 @@ import os
 import time
 
 from simsp.errors import InputError
-from simsp.hardware import HardwareSpec
-from simsp.workload import Workload
-
-from .rows import make_row, ranked, row_key
-from .spec import Config
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.workload import Workload
+from simsp.sweep.rows import make_row, ranked, row_key
+from simsp.sweep.spec import Config
 
 
 # ---------------------------------------------------------------------------- the two tiers
 def event_result(w: Workload, hw: HardwareSpec):
-    """report.run with the memoised cost model: the same Result, each GEMM shape looked up once
+    """api.run with the memoised cost model: the same Result, each GEMM shape looked up once
     per process instead of once per configuration."""
     from simsp.cost import cost_model
-    from simsp.engine import simulate
-    from simsp.memory import memory_report
-    from simsp.plan import build_plan
-    from simsp.report import Result
+    from simsp.sim.engine import simulate
+    from simsp.sim.memory import memory_report
+    from simsp.sim.plan import build_plan
+    from simsp.sim.result import Result
 
     plan = build_plan(w, cost_model(hw))
     return Result(w, hw, plan, simulate(plan), memory_report(w, hw))
@@ -56,7 +55,7 @@ def evaluate_event(task: tuple) -> dict:
 
 def evaluate_analytic(task: tuple) -> dict:
     """(key, workload, hardware) -> output row, in closed form."""
-    from simsp.analytic import estimate
+    from simsp.sim.closed_form import estimate
 
     key, w, hw = task
     e = estimate(w, hw)

@@ -5,9 +5,8 @@ so this module imports no plotly)."""
 import html
 import math
 
+from simsp.sweep.rows import describe_row, on_off, peak_gib
 from simsp.units import GIB
-
-from .rows import describe_row, on_off, peak_gib
 
 RECOMPUTE_COLOURS = {
     "none": ("#4C78A8", "#9ECAE9"),
@@ -164,6 +163,6 @@ def _gib_axis(xs: list[float], capacities: list[float]) -> dict:
 
 def figure_page(spec: dict) -> str:
     """An HTML page of a figure spec, plotly.js inlined (drawn by the timeline package)."""
-    from simsp.timeline import figure_html
+    from simsp.present.timeline import figure_html
 
     return figure_html(spec)

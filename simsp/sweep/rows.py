@@ -4,7 +4,7 @@ A row is a dict of strings, column -> value exactly as the CSV holds it (`fmt`):
 configuration, named by its KEY_COLUMNS and measured by its RESULT_COLUMNS.
 """
 
-from simsp.knobs import KNOBS, SECTIONS
+from simsp.spec.knobs import KNOBS, SECTIONS
 from simsp.units import GIB
 
 KEY_KNOBS = tuple(

@@ -4,12 +4,11 @@ asked, event-simulate the rest on an executor, and write each row as it finishes
 import time
 from dataclasses import dataclass
 
-from simsp.budget import DEFAULT_MAX_ACTIONS
-
-from .execute import executor_rows, screen
-from .progress import Progress
-from .rows import row_key
-from .spec import (
+from simsp.sim.budget import DEFAULT_MAX_ACTIONS
+from simsp.sweep.execute import executor_rows, screen
+from simsp.sweep.progress import Progress
+from simsp.sweep.rows import row_key
+from simsp.sweep.spec import (
     DEFAULT_MAX_GRID,
     Counts,
     SweepSpec,
@@ -17,7 +16,7 @@ from .spec import (
     check_some_valid,
     enumerate_configs,
 )
-from .store import Output
+from simsp.sweep.store import Output
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The sweep spec: reading and checking it, and enumerating its valid, distinct configurations.
 
-The spec is read through `simsp.config` (only config reads YAML). dp = gpus / (tp x cp x pp);
+The spec is read through `simsp.io.config` (only config reads YAML). dp = gpus / (tp x cp x pp);
 settings the grid leaves out keep the workload's values; an inherited interleaved schedule falls
 back to 1F1B where interleaving is not valid, a schedule listed in the grid is taken as asked
 (its invalid combinations are skipped); configurations that mean the same run (SP with tp = 1,
@@ -14,22 +14,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simsp.budget import DEFAULT_MAX_ACTIONS, work
 from simsp.errors import InputError, short_repr
-from simsp.hardware import HardwareSpec
-from simsp.knobs import CHOICES as KNOB_CHOICES
-from simsp.knobs import KNOBS, parse_bias
-from simsp.schedule import REGISTRY
-from simsp.workload import Workload
-from simsp.workload_rules import validate
-
-from .rows import fmt
+from simsp.sim.budget import DEFAULT_MAX_ACTIONS, work
+from simsp.sim.schedule import REGISTRY
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.knobs import CHOICES as KNOB_CHOICES
+from simsp.spec.knobs import KNOBS, parse_bias
+from simsp.spec.rules import validate
+from simsp.spec.workload import Workload
+from simsp.sweep.rows import fmt
 
 GRID_KEYS = {
     **{k.name: (k.section, k.name, k.kind) for k in KNOBS if k.name != "dp"},
     **{k.short: (k.section, k.name, k.kind) for k in KNOBS if k.short != k.name},
 }
-"""grid key: (section, field, kind), one per knob (knobs.py) and its short name (sp); dp is
+"""grid key: (section, field, kind), one per knob (spec/knobs.py) and its short name (sp); dp is
 not a key, as it follows from the GPUs (dp = gpus / (tp x cp x pp))."""
 CHOICES = {
     key: KNOB_CHOICES[field] for key, (_, field, _) in GRID_KEYS.items() if field in KNOB_CHOICES
@@ -79,9 +78,9 @@ def resolve(spec_path: Path, key: str, value) -> Path:
 
 
 def _grid_value(file, key: str, v):
-    """One grid value checked as the workload file's own key would be (spec_fields' scalar rules:
+    """One grid value checked as the workload file's own key would be (spec.fields' scalar rules:
     finite, at most 2**53, the right type), plus the key's named choices."""
-    from simsp.spec_fields import check_scalar
+    from simsp.spec.fields import check_scalar
 
     kind = GRID_KEYS[key][2]
     if key in CHOICES:
@@ -133,8 +132,8 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
 def load_spec(path, sets=()) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
     (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
-    from simsp.config import load_hardware, load_workload, read_yaml
-    from simsp.spec_fields import check_scalar
+    from simsp.io.config import load_hardware, load_workload, read_yaml
+    from simsp.spec.fields import check_scalar
 
     path = Path(path)
     data = read_yaml(path)

@@ -11,9 +11,8 @@ import os
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.sweep.rows import COLUMNS, fmt, typed
 from simsp.textfile import decode, read_bytes
-
-from .rows import COLUMNS, fmt, typed
 
 
 def _csv_line(row: dict) -> str:

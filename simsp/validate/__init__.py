@@ -24,7 +24,7 @@ Modules: `data` (the derived vTrain CSVs), `peer` (why the single-node file is a
 `cases` (reference values paired with simsp runs), `metrics` (errors and their summary),
 `runner` (predicting every case), `spread` (configurations measured more than once: the
 measurements' own spread, a floor beside simsp's error), `scatter` (the predicted-vs-reference
-page), `commands` (`simsp validate`: tables, --json, --out).
+page), `report` (the tables, --json, --out's files; `simsp.cli.validate` runs them).
 """
 
 from simsp.validate.cases import (
@@ -45,15 +45,6 @@ from simsp.validate.cases import (
     vtrain_cases,
     vtrain_workload,
 )
-from simsp.validate.commands import (
-    CSV_FIELDS,
-    case_rows,
-    cmd_validate,
-    json_summary,
-    register,
-    table,
-    write_outputs,
-)
 from simsp.validate.data import (
     DATA_DIR,
     VTRAIN_COLUMNS,
@@ -63,9 +54,10 @@ from simsp.validate.data import (
     read_shared_csv,
     read_vtrain,
 )
-from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, summarize, worst
+from simsp.validate.metrics import BY_FIELDS, CaseResult, grouped, metrics, of_set, worst
 from simsp.validate.published import PUBLISHED_SETS, RECIPES, published_cases
 from simsp.validate.published_runs import derive_published, read_published
+from simsp.validate.report import CSV_FIELDS, case_rows, json_summary, table, write_outputs
 from simsp.validate.runner import Validation, predict, predict_all, run_validation
 from simsp.validate.scatter import COLOURS, scatter_figure, scatter_html
 from simsp.validate.spread import (
@@ -75,6 +67,7 @@ from simsp.validate.spread import (
     same_input,
     same_published_configuration,
 )
+from simsp.validate.summary import summarize
 
 __all__ = [
     "BY_FIELDS",
@@ -100,7 +93,6 @@ __all__ = [
     "Validation",
     "build_cases",
     "case_rows",
-    "cmd_validate",
     "derive_published",
     "derive_vtrain",
     "grouped",
@@ -116,7 +108,6 @@ __all__ = [
     "read_published",
     "read_shared_csv",
     "read_vtrain",
-    "register",
     "repeat_groups",
     "repeat_summary",
     "run_validation",

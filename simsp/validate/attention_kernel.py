@@ -24,7 +24,7 @@ _KERNELS: dict[str, frozenset] = {}
 def _table_kernels(path: str) -> frozenset:
     """The kernel names of a FlashAttention table (read once per process)."""
     if path not in _KERNELS:
-        from simsp.calibration import read_attention_table
+        from simsp.tables import read_attention_table
 
         table = read_attention_table(path) if path else None
         _KERNELS[path] = frozenset(p.kernel for p in table.points) if table else frozenset()

@@ -7,19 +7,18 @@ vtrain-single's, which is vTrain's own predictor (REFERENCES).
 """
 
 import dataclasses
-from dataclasses import dataclass
-from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
+from simsp.validate.case import Case, Skipped, project_path
 from simsp.validate.data import DATA_DIR, read_vtrain
 from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
 from simsp.validate.simumax import simumax_cases
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
@@ -69,57 +68,6 @@ PEER_SETS = ("vtrain-single",)
 """Sets whose reference is a peer simulator's prediction, not a measurement."""
 
 
-@dataclass(frozen=True)
-class Case:
-    """One measured value and the simsp run that predicts it."""
-
-    set: str
-    name: str
-    """Unique within the set, e.g. `single-0012` or `gpt3-175b full`."""
-    measured_s: float
-    workload: Workload
-    hardware: str
-    """Path of the hardware YAML (cases travel to worker processes as plain data)."""
-    quantity: str = "iteration"
-    """iteration, layer_forward or layer_backward (one layer, one microbatch)."""
-    description: str = ""
-    baseline_s: float = 0.0
-    """The naive estimate a user computes by hand (published sets: model FLOPs / (0.5 x peak x
-    GPUs)); 0 where none is computed."""
-    notes: str = ""
-    """Where the settings the source did not state came from (published sets)."""
-    known_gap: str = ""
-    """Why simsp is known to miss this case by far, in writing (published sets); printed beside
-    any case beyond GAP_REPORTED."""
-    framework: str = ""
-    """The framework release that ran the measurement, where the source names it (published
-    sets: the recipe's key, e.g. `NeMo 25.02`; fp8-pairs: the NeMo release)."""
-    measured_peak_bytes: float = 0.0
-    """The run's measured HBM peak, the largest `torch.cuda.max_memory_allocated()` over its
-    ranks (simumax-b200); 0 where the source measured none."""
-    peer_s: float = 0.0
-    """Another simulator's answer for the same run, where its authors published one beside the
-    measurement (simumax-b200: SimuMax's own); 0 where none."""
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A source row that is not a valid simsp workload, and why."""
-
-    set: str
-    name: str
-    reason: str
-
-
-def project_path(rel: str) -> Path:
-    """A project file (hardware/, workloads/) from the working directory, else the source
-    checkout."""
-    from simsp.config import REPO_ROOT
-
-    local = Path(rel)
-    return local if local.exists() else REPO_ROOT / rel
-
-
 def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
     return dataclasses.replace(
         w, parallel=dataclasses.replace(w.parallel, recompute=recompute, sequence_parallel=sp)
@@ -128,8 +76,8 @@ def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
 
 def paper_table4_cases() -> list[Case]:
     """Table 4: the 22B layer's forward and backward (ms) in the paper's five settings."""
-    from simsp.config import load_workload
-    from simsp.paper import TABLE4_22B_MS, TABLE4_LABELS
+    from simsp.io.config import load_workload
+    from simsp.validate.paper import TABLE4_22B_MS, TABLE4_LABELS
 
     base = load_workload(project_path("workloads/gpt-22b.yaml"))
     hw = str(project_path(PAPER_HARDWARE))
@@ -146,8 +94,8 @@ def paper_table4_cases() -> list[Case]:
 
 def paper_table5_cases() -> list[Case]:
     """Table 5: iteration seconds with full recompute (no SP) and with the present work."""
-    from simsp.config import load_workload
-    from simsp.paper import MODELS, TABLE5_S
+    from simsp.io.config import load_workload
+    from simsp.validate.paper import MODELS, TABLE5_S
 
     hw = str(project_path(PAPER_HARDWARE))
     cases = []

@@ -21,11 +21,11 @@ import re
 from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import Workload
 from simsp.validate.data import DATA_DIR
-from simsp.workload import Workload
-from simsp.workload_rules import validate
 
 PAIRS_SET = "fp8-pairs"
 PAIRS_FILE = "fp8_pairs.yaml"
@@ -101,7 +101,7 @@ def fp8_primary_weights(pair: dict) -> bool:
 
 def read_pairs(data_dir=None) -> list[dict]:
     """The pairs file's entries, in file order."""
-    from simsp.config import read_yaml
+    from simsp.io.config import read_yaml
 
     return read_yaml(Path(data_dir or DATA_DIR) / PAIRS_FILE)["pairs"]
 
@@ -210,8 +210,8 @@ def measured_step_s(run: dict, tokens_per_step: int, gpus: int) -> float:
 
 def pair_cases(data_dir=None):
     """(Cases, Skipped) of the fp8-pairs set: two cases a pair, named `<id> bf16` / `<id> fp8`."""
-    from simsp.config import load_hardware
-    from simsp.validate.cases import Case, Skipped, project_path
+    from simsp.io.config import load_hardware
+    from simsp.validate.case import Case, Skipped, project_path
     from simsp.validate.published import training_spec
 
     cases, skipped = [], []

@@ -15,8 +15,10 @@ of run --json); FP8 runs keep the 16-bit peak, as MFU does.
 import re
 
 from simsp.errors import InputError
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.baseline import naive_baseline_s
 from simsp.validate.published_runs import RUNS_FILE, read_published
@@ -29,8 +31,6 @@ from simsp.validate.recipes import (
     TP_OVERLAP_OFF,
     Recipe,
 )
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
 
 PUBLISHED_SETS = ("published-a100", "published-h100", "published-b200")
 
@@ -221,8 +221,8 @@ def _hardware_of(row: dict) -> tuple[str, str]:
 
 def published_case(row: dict):
     """One derived row as a Case, or a Skipped with the reason simsp cannot run it."""
-    from simsp.config import load_hardware
-    from simsp.validate.cases import Case, Skipped, project_path
+    from simsp.io.config import load_hardware
+    from simsp.validate.case import Case, Skipped, project_path
 
     set_name, hw_rel = _hardware_of(row)
     reason = _unexpressible(row)
@@ -299,7 +299,7 @@ def published_case(row: dict):
 
 def published_cases(name: str, data_dir=None):
     """The Cases and Skipped rows of one published set, in source order."""
-    from simsp.validate.cases import Case
+    from simsp.validate.case import Case
 
     cases, skipped = [], []
     for row in read_published(data_dir):

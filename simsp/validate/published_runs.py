@@ -69,7 +69,7 @@ def _shared_runs(shared_dir) -> Path:
 def derive_published(shared_dir, out_dir) -> Path:
     """Write out_dir/published_runs.csv (a provenance header, then one row a run, source order)
     from the shared runs.yaml; return its path."""
-    from simsp.config import parse_yaml, read_text  # config is the one YAML reader
+    from simsp.io.config import parse_yaml, read_text  # config is the one YAML reader
 
     src = _shared_runs(shared_dir)
     runs = parse_yaml(read_text(src))

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from simsp.validate.cases import SETS, Case, Skipped, build_cases, subset
 from simsp.validate.data import DATA_DIR
-from simsp.validate.metrics import CaseResult, summarize
+from simsp.validate.metrics import CaseResult
+from simsp.validate.summary import summarize
 
 _HARDWARE: dict = {}
 
@@ -18,8 +19,8 @@ def _hardware(path: str):
     (`simsp calibrate --runs` marks those `calibration.fitted: true`): validation measures the
     measured calibration, never one tuned to iteration times."""
     if path not in _HARDWARE:
-        from simsp.config import load_hardware
         from simsp.errors import InputError
+        from simsp.io.config import load_hardware
 
         hw = load_hardware(path)
         if hw.calibration.fitted:
@@ -51,13 +52,13 @@ def predict_case(case: Case) -> Prediction:
 
     hw = _hardware(case.hardware)
     if case.quantity == "iteration":
-        from simsp.report import run
+        from simsp.api import run
 
         r = run(case.workload, hw)
         return Prediction(r.iteration_time_s, r.memory.peak_bytes, r.memory.capacity_bytes)
     from simsp.cost.layer_time import layer_time
-    from simsp.layer import build_layer
-    from simsp.layout import layer_placement
+    from simsp.model.layer import build_layer
+    from simsp.spec.layout import layer_placement
 
     w = case.workload
     lt = layer_time(

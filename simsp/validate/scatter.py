@@ -2,7 +2,7 @@
 vtrain-single), log-log, one trace per set.
 
 `scatter_figure` is plain plotly figure JSON (no plotly here); `scatter_html` hands it to
-`simsp.timeline.figure_html`, the one place that draws pages with plotly.
+`simsp.present.timeline.figure_html`, the one place that draws pages with plotly.
 """
 
 import math
@@ -92,6 +92,6 @@ def scatter_figure(v: Validation) -> dict:
 
 def scatter_html(v: Validation) -> str:
     """The scatter as a self-contained page (plotly.js inline)."""
-    from simsp.timeline import figure_html  # imports plotly only now, when a page is drawn
+    from simsp.present.timeline import figure_html  # imports plotly only now, when a page is drawn
 
     return figure_html(scatter_figure(v))

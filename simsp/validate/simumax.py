@@ -21,12 +21,12 @@ import re
 from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.model import ModelSpec
-from simsp.parallel import ParallelSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+from simsp.spec.workload import TrainingSpec, Workload
 from simsp.units import GIB
 from simsp.validate.data import read_derived_csv, write_derived_csv
-from simsp.workload import TrainingSpec, Workload
-from simsp.workload_rules import validate
 
 SET = "simumax-b200"
 HARDWARE = "hardware/dgx-b200.yaml"
@@ -193,9 +193,9 @@ def _describe(row: dict) -> str:
 def simumax_cases(data_dir) -> tuple[list, list]:
     """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes, the naive
     baseline of the published sets), the others as Skipped with the reason."""
-    from simsp.config import load_hardware
+    from simsp.io.config import load_hardware
     from simsp.validate.baseline import naive_baseline_s
-    from simsp.validate.cases import Case, Skipped, project_path
+    from simsp.validate.case import Case, Skipped, project_path
 
     hw = str(project_path(HARDWARE))
     peak = load_hardware(hw).gpu.peak_tflops

@@ -1,5 +1,5 @@
 """Write tests/data/vtrain_multi_runs.csv: vTrain's 109 multi-node runs in the RUNS.csv schema of
-`simsp calibrate --runs` (simsp/calibration/runs.py), as a user would write their own runs.
+`simsp calibrate --runs` (simsp/measure/runs.py), as a user would write their own runs.
 
     python tests/data/vtrain_multi_runs.py   # from the repository root
 

@@ -1,0 +1,111 @@
+"""Command-line pieces every subcommand shares: the parser, the workload flags, loading, output.
+
+The override flags are generated from `knobs.KNOBS` (the fields of `ModelSpec`, `TrainingSpec`
+and `ParallelSpec`): one flag per field, named like the field (underscores as dashes), its help
+text the field's docstring. A new field is a new flag without an edit here. `main.py`,
+`profile_parsers.py`, `profile.py`, `sweep.py` and `compare.py` all import from this module,
+none from another.
+"""
+
+import argparse
+import json
+import sys
+
+from simsp.io.config import load_hardware, load_workload
+from simsp.sim.schedule import REGISTRY
+from simsp.spec.knobs import KNOBS, SECTIONS, Knob, parse_bias
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2."""
+
+    def error(self, message):
+        print(f"simsp: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
+    flag = "--" + k.short.replace("_", "-")
+    if k.kind is bool:
+        p.add_argument(
+            flag,
+            dest=k.name,
+            action="store_true",
+            default=None,
+            help=f"{k.doc} (--no-{flag[2:]}: off)",
+        )
+        p.add_argument(
+            "--no-" + flag[2:], dest=k.name, action="store_false", help=argparse.SUPPRESS
+        )
+        return
+    p.add_argument(
+        flag,
+        dest=k.name,
+        type=k.kind,
+        choices=k.choices,
+        metavar="|".join(k.choices) if k.choices else None,
+        help=k.doc,
+    )
+
+
+def add_set_arg(p: argparse.ArgumentParser) -> None:
+    """`--set SECTION.KEY=VALUE`, repeatable: a numeric hardware key over the file's value."""
+    p.add_argument(
+        "--set",
+        dest="hardware_set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="set a numeric hardware key over the file's value, e.g. network.nic_gbps=800 "
+        "(repeatable; link rates scale the measured collective tables)",
+    )
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """The workload file, the hardware file, --model, and one override flag per knob."""
+    p.add_argument("workload", help="workload YAML (see workloads/)")
+    p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    add_set_arg(p)
+    p.add_argument(
+        "--model",
+        dest="hf_model",
+        metavar="CONFIG.json",
+        help="replace the workload's model by this Hugging Face config.json (seq_len kept)",
+    )
+    for section, _ in SECTIONS:
+        group = p.add_argument_group(f"{section} overrides")
+        for k in KNOBS:
+            if k.section == section:
+                _add_knob(group, k)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def overrides(args) -> dict:
+    """The flags given, as {'model': {...}, 'training': {...}, 'parallel': {...}}.
+
+    `--schedule X` of fixed chunks (not interleaved or zb-h1) without `--virtual-stages` resets
+    virtual_stages to 1.
+    """
+    out = {section: {} for section, _ in SECTIONS}
+    for k in KNOBS:
+        out[k.section][k.name] = getattr(args, k.name, None)
+    out["model"]["bias"] = parse_bias(out["model"]["bias"])
+    par = out["parallel"]
+    fixed = par["schedule"] in REGISTRY and REGISTRY[par["schedule"]].chunks is not None
+    if fixed and par["virtual_stages"] is None:  # a schedule of fixed chunks drops the workload's
+        par["virtual_stages"] = 1
+    if getattr(args, "hf_model", None):
+        out["model"]["hf_config"] = args.hf_model
+    return out
+
+
+def load(args):
+    """(workload, hardware) from parsed arguments."""
+    return load_workload(args.workload, overrides(args)), load_hardware(
+        args.hardware, args.hardware_set
+    )
+
+
+def print_json(obj) -> None:
+    """One JSON object on stdout."""
+    print(json.dumps(obj, indent=2, sort_keys=False))

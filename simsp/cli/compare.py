@@ -1,0 +1,98 @@
+"""`simsp compare WORKLOAD --hardware A.yaml B.yaml`: one workload on several machines, and
+`--what-if SECTION.KEY=V1,V2`: each machine again with a hardware key changed, one row a value
+(`--what-if network.nic_gbps=200,800` prices the run on half and twice the NIC rate beside the
+file's own), with the communication times and the change against the machine's own row."""
+
+import json
+
+from simsp.errors import InputError
+from simsp.sweep.execute import tokens_per_s
+from simsp.units import GIB
+
+
+def what_if_sets(texts: list[str]) -> list[tuple[str, ...]]:
+    """`--what-if KEY=V1,V2` -> one `--set` list a value ([("KEY=V1",), ("KEY=V2",)])."""
+    variants = []
+    for text in texts:
+        key, sep, values = str(text).partition("=")
+        if not sep or not values.strip():
+            raise InputError(
+                "--what-if", key.strip() or "SECTION.KEY", values, "must be SECTION.KEY=V1,V2,..."
+            )
+        variants.extend((f"{key.strip()}={v.strip()}",) for v in values.split(","))
+    return variants
+
+
+def _comm(r) -> tuple[float, float, float]:
+    br = r.breakdown()
+    return br["tp_comm_s"], br["pp_comm_s"], br["dp_comm_s"]
+
+
+def compare_table(results, bases=None) -> str:
+    """One row per machine (and what-if); `bases[i]` is the row result i is measured against,
+    shown as the change of iteration time where given."""
+    width = max([24, *(len(r.hardware.label) for r in results)])
+    lines = [
+        f"{'hardware':{width}s} {'time s':>9s} {'vs base':>8s} {'MFU':>6s} {'tokens/s':>10s} "
+        f"{'TP s':>7s} {'PP s':>7s} {'DP s':>7s} {'peak GiB':>9s} {'HBM GiB':>8s} fits"
+    ]
+    for i, r in enumerate(results):
+        base = bases[i] if bases else None
+        change = (
+            f"{r.iteration_time_s / base.iteration_time_s - 1:+8.1%}"
+            if base is not None and base is not r
+            else f"{'':8s}"
+        )
+        tp, pp, dp = _comm(r)
+        lines.append(
+            f"{r.hardware.label:{width}s} {r.iteration_time_s:9.3f} {change} {r.mfu():6.1%} "
+            f"{tokens_per_s(r):10,.0f} {tp:7.3f} {pp:7.3f} {dp:7.3f} "
+            f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
+            f"{'yes' if r.memory.fits else 'no'}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_compare(args) -> None:
+    """`simsp compare`: one workload on several machines, each with its what-ifs."""
+    from simsp.api import run
+    from simsp.cli.arguments import overrides
+    from simsp.io.config import load_hardware, load_workload
+    from simsp.present.report import describe, result_json
+
+    w = load_workload(args.workload, overrides(args))
+    variants = [()] + what_if_sets(getattr(args, "what_if", None) or [])
+    sets = list(args.hardware_set)
+    machines = [  # every file and what-if checked before running
+        [load_hardware(p, sets + list(v)) for v in variants] for p in (args.hardware or [None])
+    ]
+    results, bases = [], []
+    for row in machines:
+        own = run(w, row[0])
+        results.append(own)
+        bases.append(own)
+        for hw in row[1:]:
+            results.append(run(w, hw))
+            bases.append(own)
+    if args.json:
+        print(json.dumps([result_json(r) for r in results], indent=2))
+    else:
+        print(f"{w.name}: {describe(w, machines[0][0]).split(': ', 1)[1]}")
+        print(compare_table(results, bases if len(variants) > 1 else None))
+        print("\n".join(accuracy_lines(results)))
+
+
+def accuracy_lines(results) -> list[str]:
+    """How exact simsp has been with each compared machine, a line each, each file's figures
+    once (its what-if rows share them): a gap between machines is to be read beside each one's
+    measured bias (on other runs)."""
+    from simsp.present.accuracy import accuracy_line, accuracy_of
+
+    seen, lines = set(), []
+    for r in results:
+        found = accuracy_of(r.hardware, r.workload.training.precision)
+        key = found or accuracy_line(r.hardware, r.workload.training.precision)
+        if key not in seen:
+            seen.add(key)
+            lines.append(found.line() if found else key)
+    return lines

@@ -1,0 +1,71 @@
+"""FLOPs per iteration, summed over the op list (layer.py), for MFU and HFU.
+
+Model FLOPs follow Megatron-Core r0.8's `num_floating_point_operations`
+(megatron/training/training.py @baf94af3, L73-107): every GEMM of a layer and the logits, forward
+once and backward twice, attention scores over the whole s x s square (no causal discount), the
+padded vocabulary. For the paper's GPT that is its Eq. 7, 72 B L s h² (1 + s/6h + v/12hL).
+
+Hardware FLOPs add what recompute re-runs, counted as the `simsp run --json` contract
+(docs/architecture.md) and the paper's Table 5 count it: full recompute one more forward of
+every layer; selective recompute the paper's Eq. 8 as printed, which counts the re-run core
+attention three times (forward and backward again; reference/paper.md §6 notes that its text
+implies once). FlashAttention's own
+internal recomputation in its backward is not counted, as no Megatron figure counts it.
+"""
+
+from functools import lru_cache
+
+from simsp.model.layer import Gemm, build_layer
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+
+MODEL_FLOPS_FORMULA = (
+    "megatron-core r0.8 num_floating_point_operations (op list; = paper Eq. 7 for GPT)"
+)
+HARDWARE_FLOPS_FORMULA = (
+    "model FLOPs + recompute (full: 1 forward; selective: paper Eq. 8 as printed)"
+)
+RECOMPUTE_PASSES = {"none": 0, "full": 1, "selective": 3}
+"""Forward-equivalents counted for each re-run op (see the module docstring)."""
+
+
+@lru_cache(maxsize=4096)
+def _layer_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
+    """(forward FLOPs of one layer, of its ops the recompute mode re-runs), one sequence."""
+    ops = build_layer(model, ParallelSpec(), 1)
+    forward = sum(op.fwd_flops for op in ops)
+    rerun = forward if recompute == "full" else sum(op.fwd_flops for op in ops if op.selective)
+    return forward, rerun if recompute != "none" else 0.0
+
+
+def _logits_forward(model: ModelSpec, tp: int) -> float:
+    """The output layer's GEMM, one sequence, over the padded vocabulary."""
+    return Gemm(model.seq_len, model.padded_vocab(tp), model.hidden).flops
+
+
+def model_flops(model: ModelSpec, global_batch: int, tp: int = 1) -> float:
+    """3 x (L x layer forward + logits) x B sequences."""
+    layer, _ = _layer_forward(model, "none")
+    return 3.0 * (model.layers * layer + _logits_forward(model, tp)) * global_batch
+
+
+def hardware_flops(
+    model: ModelSpec,
+    global_batch: int,
+    recompute: str,
+    tp: int = 1,
+    recomputed_layers: int | None = None,
+) -> float:
+    """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, in every layer or in
+    the `recomputed_layers` that recompute (recompute_num_layers)."""
+    _, rerun = _layer_forward(model, recompute)
+    layers = model.layers if recomputed_layers is None else recomputed_layers
+    return (
+        model_flops(model, global_batch, tp)
+        + RECOMPUTE_PASSES[recompute] * layers * rerun * global_batch
+    )
+
+
+def utilization(flops: float, seconds: float, gpus: int, peak_tflops: float) -> float:
+    """FLOPs over time x GPUs x peak, as a fraction."""
+    return flops / (seconds * gpus * peak_tflops * 1e12)

@@ -1,0 +1,198 @@
+"""What a layer is made of: ops, the GEMMs and fused attention they run, the tensors they save
+for backward and the weights they own, per tensor-parallel rank; and the sizes they are built
+from (Dims, in spec/model.py's notation)."""
+
+from dataclasses import dataclass
+
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.units import BYTES_16BIT
+
+SHARDS = ("tp", "sp", "none")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A tensor kept from forward to backward, for one microbatch."""
+
+    name: str
+    bytes: float
+    """Unsharded size."""
+    shard: str
+    """'tp': split over TP ranks always; 'sp': split only under sequence parallelism; 'none'."""
+    selective: bool = False
+    """Dropped (and rebuilt in backward) by selective recompute."""
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A parameter tensor an op owns."""
+
+    name: str
+    numel: int
+    """Elements of the whole (unsharded) tensor."""
+    shard: str
+    """'tp': split over TP ranks (column/row-parallel weights, column biases); 'none': replicated
+    (norms, row-parallel biases)."""
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A (batched) matrix multiply C[m,n] = A[m,k] B[k,n], per TP rank."""
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    dtype: str = "bf16"
+    """Operand type: bf16, or fp8 (E4M3/E5M2 operands, BF16 output) for an FP8 run's linear
+    layers."""
+
+    @property
+    def flops(self) -> float:
+        """2mnk per matrix, times the batch."""
+        return 2.0 * self.m * self.n * self.k * self.batch
+
+
+@dataclass(frozen=True)
+class Attention:
+    """FlashAttention's fused core attention, per TP rank (Dao et al., arXiv 2205.14135)."""
+
+    batch_heads: int
+    """Micro batch x query heads on this rank."""
+    seq_len: int
+    """Query rows of the block (the sequence, or a context-parallel rank's share of it)."""
+    head_dim: int
+    causal: bool = True
+    kv_len: int = 0
+    """Key/value rows, if not seq_len (a context-parallel block)."""
+    ring: "Collective | None" = None
+    """With context parallelism over a ring (cp_comm_type p2p): the K/V send each of the c - 1
+    later steps waits for, overlapped with the block before it (Transformer Engine's
+    AttnFuncWithCPAndKVP2P)."""
+    ring_steps: int = 1
+    """Ring steps c: one causal diagonal block, then c - 1 blocks of half the rows."""
+    kernel: str = ""
+    """The fused-attention kernel the framework runs (a `kernel` of the hardware's
+    flash_attention table); empty means the hardware file's calibration.attention_kernel."""
+
+    @property
+    def keys(self) -> int:
+        return self.kv_len or self.seq_len
+
+    @property
+    def flops(self) -> float:
+        """4 s_q s_kv d per batch-head: QKᵀ and attention-over-V, the whole square, as Megatron-Core
+        r0.8's `num_floating_point_operations` counts them (the causal mask is not discounted)."""
+        return 4.0 * self.seq_len * self.keys * self.head_dim * self.batch_heads
+
+    @property
+    def benchmark_flops(self) -> float:
+        """The forward's FLOPs as the flash-attention benchmarks count them: halved when causal
+        (benchmarks/benchmark_flash_attention.py, `flops(...)`); the measured rates use this."""
+        return self.flops / (2 if self.causal else 1)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective a layer runs over one of its parallel groups."""
+
+    op: str
+    """all_reduce, all_gather, reduce_scatter, all_to_all or send_recv."""
+    bytes: float
+    """Message size in nccl-tests terms (the full, gathered buffer; a send's own bytes)."""
+    group: str = "tp"
+    """The layout group it runs over (layout.LAYER_GROUPS): tp, or cp for context
+    parallelism's exchanges."""
+
+
+@dataclass(frozen=True)
+class Op:
+    """One step of the layer's forward, with what its backward needs."""
+
+    name: str
+    kind: str
+    """gemm, attention_gemm, flash_attention, layernorm, rmsnorm, softmax, dropout, gelu, swiglu,
+    squared_relu, rope, bias_dropout_add, residual_add, bias, copy, residual_grad (backward only),
+    comm, or amax (an FP8 scale's all-reduce, no linear layer's entry or exit)."""
+    block: str
+    """attention or mlp."""
+    gemm: Gemm | None = None
+    attention: Attention | None = None
+    fwd_bytes: float = 0.0
+    """HBM bytes the forward kernel moves (memory-bound kinds), per TP rank; for an FP8 linear
+    layer, its quantize kernels' bytes (blocks/fp8.py)."""
+    bwd_bytes: float = 0.0
+    """HBM bytes the backward kernels move (memory-bound kinds, bias-gradient reductions
+    included), per TP rank; for an FP8 linear layer, its quantize kernels' bytes."""
+    saves: tuple[Saved, ...] = ()
+    weights: tuple[Weight, ...] = ()
+    selective: bool = False
+    """Re-run in backward by selective recompute (Megatron's core-attention checkpoint, paper
+    §5)."""
+    fwd_comm: Collective | None = None
+    bwd_comm: Collective | None = None
+    overlaps_wgrad: bool = False
+    """Its backward collective runs alongside the next GEMM's weight gradient (paper §6.2)."""
+
+    @property
+    def fwd_flops(self) -> float:
+        """Matrix FLOPs of the forward (GEMM or fused attention); 0 for other kinds."""
+        if self.gemm:
+            return self.gemm.flops
+        return self.attention.flops if self.attention else 0.0
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The sizes one layer's ops are built from, on one TP rank (notation of spec/model.py)."""
+
+    s: int
+    """Tokens of a sequence on this rank: seq_len / c (Megatron-Core splits every sequence over
+    the context-parallel ranks before the embedding, get_batch_on_this_cp_rank)."""
+    b: int
+    h: int
+    a: int
+    g: int
+    d: int
+    f: int
+    t: int
+    seq: int
+    """The share of norm, dropout and residual work one rank does: t under SP, else 1."""
+    c: int = 1
+    """Context-parallel ranks; s is already one rank's share, seq_len / c."""
+
+    @classmethod
+    def of(cls, model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> "Dims":
+        return cls(
+            model.seq_len // parallel.cp,
+            micro_batch,
+            model.hidden,
+            model.heads,
+            model.groups,
+            model.head_size,
+            model.ffn,
+            parallel.tp,
+            parallel.tp if parallel.sequence_parallel else 1,
+            parallel.cp,
+        )
+
+    @property
+    def x(self) -> float:
+        """Bytes of one activation tensor [s, b, h], 16-bit."""
+        return BYTES_16BIT * self.s * self.b * self.h
+
+    def heads_bytes(self, heads: int) -> float:
+        """Bytes of a 16-bit [s, b, heads, d] tensor, unsharded."""
+        return BYTES_16BIT * self.s * self.b * heads * self.d
+
+
+def stored_bytes(saved: Saved, parallel: ParallelSpec) -> float:
+    """Bytes of one saved tensor on one TP rank."""
+    split = saved.shard == "tp" or (saved.shard == "sp" and parallel.sequence_parallel)
+    return saved.bytes / parallel.tp if split else saved.bytes
+
+
+def stored_params(weight: Weight, tp: int) -> float:
+    """Elements of one weight on one TP rank."""
+    return weight.numel / tp if weight.shard == "tp" else weight.numel

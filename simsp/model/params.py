@@ -1,0 +1,80 @@
+"""Parameter counts, summed over the weights the op list's ops own (layer.py).
+
+Whole-model counts use the tokenizer's vocabulary, as published model cards do; what one GPU
+holds uses Megatron's padded vocabulary and its tensor-parallel split.
+"""
+
+from functools import lru_cache
+
+from simsp.model import layer as L
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+
+
+@lru_cache(maxsize=4096)
+def layer_weights(model: ModelSpec) -> tuple[L.Weight, ...]:
+    """Every weight of one layer (micro batch and parallelism do not change them)."""
+    return tuple(w for op in L.build_layer(model, ParallelSpec(), 1) for w in op.weights)
+
+
+def layer_params(model: ModelSpec) -> int:
+    """Parameters of one layer. For the paper's GPT (f = 4h) this is 12h² + 13h (§3)."""
+    return sum(w.numel for w in layer_weights(model))
+
+
+@lru_cache(maxsize=4096)
+def layer_params_per_rank(model: ModelSpec, tp: int) -> float:
+    """One layer on one TP rank: split weights / t, replicated norms and row biases whole."""
+    return sum(L.stored_params(w, tp) for w in layer_weights(model))
+
+
+@lru_cache(maxsize=4096)
+def linear_params_per_rank(model: ModelSpec, tp: int) -> float:
+    """One layer's linear-layer weights (biases, norms excepted) on one TP rank: the tensors an
+    FP8 run keeps FP8 copies of."""
+    ops = L.build_layer(model, ParallelSpec(), 1)
+    return sum(
+        L.stored_params(w, tp)
+        for op in ops
+        if op.kind == "gemm"
+        for w in op.weights
+        if not w.name.endswith(" bias")
+    )
+
+
+def total_params(model: ModelSpec) -> int:
+    """All parameters of the model with its own (unpadded) vocabulary: layers, embeddings,
+    final norm and, if untied, the output layer (one copy: tied weights are one tensor)."""
+    unpadded = ModelSpec(**{**model.__dict__, "vocab_divisible_by": 1})
+    ends = L.embedding_weights(unpadded, 1) + L.output_weights(unpadded, 1, pipelined=False)
+    return model.layers * layer_params(model) + sum(w.numel for w in ends)
+
+
+def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
+    """Parameters one TP rank of a pipeline stage holds: its layers, plus the embedding tables
+    on the first stage and the final norm and output layer on the last."""
+    last = parallel.last_stage
+    layers = parallel.stage_layers(model.layers, stage)
+    return _stage_params(model, parallel.tp, layers, stage == 0, stage == last, last != 0)
+
+
+def chunk_params(model: ModelSpec, parallel: ParallelSpec, vs: int) -> float:
+    """Parameters one TP rank holds for virtual stage vs (one model chunk): its layers, plus the
+    embedding on the first and the final norm and output layer on the last."""
+    last = parallel.pp * parallel.chunks - 1
+    layers = parallel.chunk_layers(model.layers)[vs]
+    return _stage_params(model, parallel.tp, layers, vs == 0, vs == last, last != 0)
+
+
+@lru_cache(maxsize=4096)
+def _stage_params(
+    model: ModelSpec, t: int, layers: int, first: bool, last: bool, apart: bool
+) -> float:
+    """`layers` transformer layers; first / last: the stage holds the embedding / the output
+    layer; apart: they are on different stages (then a tied output layer is a copy of its own)."""
+    params = layers * layer_params_per_rank(model, t)
+    if first:
+        params += sum(L.stored_params(w, t) for w in L.embedding_weights(model, t))
+    if last:
+        params += sum(L.stored_params(w, t) for w in L.output_weights(model, t, pipelined=apart))
+    return params

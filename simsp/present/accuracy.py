@@ -1,0 +1,168 @@
+"""The line every answer ends with: how exact simsp has been on measured runs like the one
+asked about, read from the derived accuracy document that `simsp validate --accuracy` writes
+(simsp/validate/data/accuracy.json). Reading it needs nothing of the validation itself."""
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.io.config import REPO_ROOT
+from simsp.textfile import read_text
+
+ACCURACY_FILE = REPO_ROOT / "simsp" / "validate" / "data" / "accuracy.json"
+COMMAND = "python -m simsp validate --accuracy simsp/validate/data/accuracy.json"
+"""The command that derives ACCURACY_FILE from this tree's model."""
+SET_ORDER = (
+    "paper-table4",
+    "paper-table5",
+    "vtrain-multi",
+    "published-a100",
+    "published-h100",
+    "published-b200",
+    "fp8-pairs",
+    "simumax-b200",
+)
+"""The measured validation sets in the order a line names them (validate.accuracy.MEASURED_SETS;
+a test holds the two equal)."""
+FAMILIES = ("GB200", "B200", "GH200", "H200", "H100", "A100")
+"""GPU families, tried in order on a GPU's name (GB200 before B200, GH200 before H200)."""
+BAND = (0.1, 0.9)
+"""The quantiles of measured / simsp a group reports: the middle 80% of its runs."""
+BAND_MIN_RUNS = 10
+"""Below this many runs a group reports its least and greatest measured / simsp instead."""
+
+
+def gpu_family(name: str) -> str:
+    """The family of a GPU name ('H100-SXM5-80GB' -> 'H100'), '' when none is known."""
+    upper = name.upper()
+    return next((f for f in FAMILIES if f in upper), "")
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """simsp against the measured runs of one hardware file (or GPU family) and precision."""
+
+    scope: str
+    """The hardware file's stem ('dgx-h100') or, for a family group, the family ('H100')."""
+    precision: str
+    n: int
+    mape: float
+    bias: float
+    """Mean of simsp / measured - 1: negative where simsp predicts faster than measured."""
+    worst: float
+    """The signed error of largest magnitude."""
+    low: float
+    """measured / simsp at BAND[0] (or the least, below BAND_MIN_RUNS runs)."""
+    high: float
+    sets: tuple[tuple[str, int], ...]
+    """(validation set, runs of the group in it), in SET_ORDER."""
+    files: tuple[str, ...] = ()
+    """A family group's hardware files."""
+
+    @property
+    def whole_range(self) -> bool:
+        return self.n < BAND_MIN_RUNS
+
+    def to_dict(self) -> dict:
+        return {
+            "scope": self.scope,
+            "precision": self.precision,
+            "n": self.n,
+            "mape": self.mape,
+            "bias": self.bias,
+            "worst": self.worst,
+            "measured_over_simsp": {
+                "low": self.low,
+                "high": self.high,
+                "of": "min-max" if self.whole_range else "p10-p90",
+            },
+            "sets": dict(self.sets),
+            **({"files": list(self.files)} if self.files else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Accuracy":
+        band, sets = d["measured_over_simsp"], d["sets"]
+        unknown = set(sets) - set(SET_ORDER)
+        if unknown:
+            raise KeyError(f"sets {sorted(unknown)} are not measured sets")
+        return cls(
+            d["scope"],
+            d["precision"],
+            d["n"],
+            d["mape"],
+            d["bias"],
+            d["worst"],
+            band["low"],
+            band["high"],
+            tuple((s, sets[s]) for s in SET_ORDER if s in sets),
+            tuple(d.get("files", ())),
+        )
+
+    def line(self, overridden: bool = False) -> str:
+        """One readable line for `simsp run`; `overridden`: the run changed the file with --set
+        (the figures are the file's as validated)."""
+        sets = ", ".join(f"{k} {name}" for name, k in self.sets)
+        runs = f"{self.n} measured {self.precision} run{'s' if self.n != 1 else ''}"
+        if self.files:
+            files = ", ".join(f"hardware/{f}.yaml" for f in self.files)
+            where = f"on {runs} on {self.scope} GPUs ({files}: {sets})"
+        else:
+            before = ", before --set," if overridden else ""
+            where = f"with hardware/{self.scope}.yaml{before} on {runs} ({sets})"
+        band = "min-max" if self.whole_range else "p10-p90"
+        return (
+            f"validated {where}: simsp's times {_side(self.bias)} on average, MAPE "
+            f"{self.mape:.1%}, worst {_side(self.worst)}; measured / simsp "
+            f"{self.low:.2f}-{self.high:.2f} ({band})"
+        )
+
+
+def _side(error: float) -> str:
+    """'9.9% short' (simsp under the measured time) or '0.4% long'."""
+    return f"{abs(error):.1%} {'short' if error < 0 else 'long'}"
+
+
+@lru_cache(maxsize=4)
+def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict]:
+    """({(file stem, precision): Accuracy}, {(family, precision): Accuracy}) of a derived
+    accuracy document."""
+    try:
+        doc = json.loads(read_text(path))
+        return tuple(
+            {(a.scope, a.precision): a for a in map(Accuracy.from_dict, doc[key])}
+            for key in ("hardware", "gpus")
+        )
+    except (ValueError, KeyError, TypeError) as e:
+        raise InputError(path, "groups", "", f"must be {COMMAND}'s output ({e})") from None
+
+
+def _library_stem(source: str) -> str:
+    """The stem of the shipped hardware file the source path is (the checkout's hardware/, not
+    a same-named copy elsewhere), else ''."""
+    if not source:
+        return ""
+    path = Path(source).resolve()
+    return path.stem if path == (REPO_ROOT / "hardware" / path.name).resolve() else ""
+
+
+def accuracy_of(hw, precision: str, path: str = str(ACCURACY_FILE)) -> Accuracy | None:
+    """The measured accuracy of runs with this hardware file in this precision where the
+    validation ran it (a shipped file), else of its GPU family's files; None where simsp has
+    no measured run of either."""
+    files, families = read_accuracy(path)
+    own = files.get((_library_stem(hw.source), precision))
+    return own or families.get((gpu_family(hw.gpu.name), precision))
+
+
+def accuracy_line(hw, precision: str, path: str = str(ACCURACY_FILE)) -> str:
+    """The line `simsp run` ends with: how exact such runs have been, or that none was
+    measured."""
+    found = accuracy_of(hw, precision, path)
+    if found is not None:
+        return found.line(overridden=bool(hw.overrides))
+    family = gpu_family(hw.gpu.name)
+    of = f"{family} ({hw.gpu.name})" if family else hw.gpu.name
+    return f"not validated: simsp has no measured {precision} run on {of}"

@@ -1,0 +1,203 @@
+"""Results for people: the JSON contract's objects and readable terminal tables."""
+
+import dataclasses
+
+from simsp.sim.memory import MemoryReport
+from simsp.sim.result import Result
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.workload import Workload
+from simsp.units import GIB
+
+
+def _gib(x: float) -> str:
+    return f"{x / GIB:8.2f}"
+
+
+_NAMED = ("tp", "pp", "dp", "sequence_parallel", "recompute", "schedule", "virtual_stages")
+"""Parallel settings every run description names, in this order; the others are named where
+they differ from their defaults, generated from ParallelSpec's fields."""
+
+
+def describe(w: Workload, hw: HardwareSpec) -> str:
+    """One line naming the run (and the model's choices where they are not the paper's GPT)."""
+    p = w.parallel
+    chunks = f" v={p.chunks}" if p.chunks > 1 else ""
+    model = model_choices(w.model)
+    return (
+        f"{w.name}{f' ({model})' if model else ''} on {hw.label}: tp={p.tp} pp={p.pp} dp={p.dp} "
+        f"sp={'on' if p.sequence_parallel else 'off'} recompute={p.recompute} "
+        f"{schedule_name(p)}{chunks} {parallel_extras(p)}"
+        f"b={w.training.micro_batch} B={w.training.global_batch}{precision_note(w.training)}"
+    )
+
+
+def precision_note(t) -> str:
+    """` fp8 (delayed)` for an FP8 run; nothing for the BF16 default."""
+    return f" {t.precision} ({t.fp8_recipe})" if t.precision == "fp8" else ""
+
+
+def parallel_extras(p: ParallelSpec) -> str:
+    """`key=value ` for each parallel setting off its default and not among _NAMED."""
+    default = ParallelSpec()
+    return "".join(
+        f"{f.name}={_setting(getattr(p, f.name))} "
+        for f in dataclasses.fields(ParallelSpec)
+        if f.name not in _NAMED and getattr(p, f.name) != getattr(default, f.name)
+    )
+
+
+def _setting(value) -> str:
+    return (
+        str(value).lower()
+        if isinstance(value, bool)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+
+
+def schedule_name(p) -> str:
+    """The schedule as run: interleaving with one chunk a stage is 1F1B, and is named so."""
+    if p.schedule == "interleaved" and p.chunks == 1:
+        return "1f1b (interleaved with one chunk)"
+    return p.schedule
+
+
+def dp_comm_label(w: Workload) -> str:
+    """What the exposed gradient-sync time is: at dp = 1 there is no data-parallel all-reduce,
+    only the tied embedding's all-reduce between the first and last stage."""
+    if w.parallel.dp * w.parallel.cp > 1 or w.parallel.fsdp:
+        return "DP comm"
+    return "embedding all-reduce" if w.model.tied_embeddings and w.parallel.pp > 1 else "DP comm"
+
+
+def model_choices(m) -> str:
+    """The model's architectural choices that differ from ModelSpec's defaults, briefly."""
+    default = ModelSpec(layers=1, hidden=1, heads=1, seq_len=1, vocab=1)
+    parts = [f"GQA {m.heads}/{m.groups}" if m.groups != m.heads else ""]
+    parts += [
+        str(getattr(m, k))
+        for k in ("mlp", "norm", "position", "attention")
+        if getattr(m, k) != getattr(default, k)
+    ]
+    parts += [
+        f"bias={str(m.bias).lower()}" if m.bias != default.bias else "",
+        f"dropout={m.dropout:g}" if m.dropout != default.dropout else "",
+        "untied" if not m.tied_embeddings else "",
+    ]
+    return ", ".join(x for x in parts if x)
+
+
+def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int = 12) -> str:
+    """Per-stage memory in GiB; long pipelines show their first and last stages."""
+    lines = [
+        describe(w, hw),
+        f"activations per layer: {r.activation_per_layer_bytes / 2**20:.1f} MiB",
+        "stage  weights+opt GiB  activations GiB  peak GiB",
+    ]
+    stages = r.stages if len(r.stages) <= max_rows else r.stages[:6] + r.stages[-6:]
+    for i, s in enumerate(stages):
+        if len(r.stages) > max_rows and i == 6:
+            lines.append("  ...")
+        lines.append(
+            f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  "
+            f"{_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
+        )
+    verdict = "fits" if r.fits else "DOES NOT FIT"
+    lines.append(
+        f"peak {r.peak_bytes / GIB:.2f} GiB of {r.capacity_bytes / GIB:.0f} GiB: {verdict}"
+    )
+    return "\n".join(lines)
+
+
+def accuracy_dict(hw: HardwareSpec, precision: str) -> dict | None:
+    """`accuracy` of run --json: simsp's measured accuracy with this hardware file (or its GPU
+    family) in this precision (validate/accuracy.py), None where it has none."""
+    from simsp.present.accuracy import accuracy_of
+
+    found = accuracy_of(hw, precision)
+    return found.to_dict() if found is not None else None
+
+
+def result_json(r: Result) -> dict:
+    """`simsp run --json`: the result's record and how exact simsp has been on runs like it."""
+    return {**r.to_dict(), "accuracy": accuracy_dict(r.hardware, r.workload.training.precision)}
+
+
+def run_summary(r: Result) -> str:
+    """Readable summary of a run, ending with how exact simsp has been on measured runs with its
+    hardware file (or GPU) in its precision."""
+    from simsp.present.accuracy import accuracy_line
+
+    d = r.to_dict()
+    br = d["breakdown"]
+    layer_comm = "TP/CP" if r.workload.parallel.cp > 1 else "TP"  # the ring's wait is a layer's
+    lines = [
+        describe(r.workload, r.hardware),
+        f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}{_fp8_note(d)}   "
+        f"HFU {d['hfu']:.1%}   "
+        f"{d['tokens_per_s']:,.0f} tokens/s",
+        f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
+        f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
+        f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
+        f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
+        + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
+        + f"bubble {_seconds(br['bubble_s'])} s, "
+        f"optimizer {br['optimizer_s']:.3f} s",
+        f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
+        f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
+        accuracy_line(r.hardware, r.workload.training.precision),
+    ]
+    return "\n".join(lines)
+
+
+def _seconds(s: float) -> str:
+    """Seconds to the millisecond; a residual within rounding of zero reads 0.000, not -0.000
+    (the bubble is what the iteration leaves after its parts)."""
+    return f"{s + 0.0 if round(s, 3) else 0.0:.3f}"
+
+
+def _fp8_note(d: dict) -> str:
+    """An FP8 run's MFU against the FP8 peak too."""
+    return f" ({d['mfu_fp8_peak']:.1%} of FP8 peak)" if d["precision"] == "fp8" else ""
+
+
+def _recompute_note(w: Workload) -> str:
+    """What a backward figure includes, where it includes something."""
+    return f" ({w.parallel.recompute} recompute included)" if w.parallel.recompute != "none" else ""
+
+
+def layer_dict(lt) -> dict:
+    """`simsp layer --json`: totals and every op entry (entries sum to the totals exactly)."""
+    return {
+        "forward_ms": lt.forward_s * 1e3,
+        "backward_ms": lt.backward_s * 1e3,
+        "ops": [
+            {
+                "op": e.op,
+                "phase": e.phase,
+                "kind": e.kind,
+                "stream": e.stream,
+                "ms": e.seconds * 1e3,
+                "busy_ms": e.busy_s * 1e3,
+                "source": e.source,
+            }
+            for e in lt.entries
+        ],
+    }
+
+
+def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
+    """Readable per-op table of one layer."""
+    lines = [describe(w, hw), f"{'phase':9s} {'op':44s} {'ms':>7s} {'busy ms':>8s}  source"]
+    lines += [
+        f"{e.phase:9s} {e.op:44s} {e.seconds * 1e3:7.3f} {e.busy_s * 1e3:8.3f}  {e.source}"
+        for e in lt.entries
+    ]
+    lines.append(
+        f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms"
+        f"{_recompute_note(w)}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,344 @@
+"""Closed-form iteration time and HBM: the fast tier of sweeps, cross-checked against the engine.
+
+Time. The same chunk costs the engine replays (plan.py, from the shared cost model), folded into
+the pipeline formula instead of an event simulation. With F, B a chunk's forward and backward
+(recompute included), c one point-to-point send (which blocks its sender, as in the engine), p
+stages, v chunks a stage and m microbatches:
+
+    T_pipe = (m - 1) * max_s W_s  +  (p + v - 1) / (p v) * sum_chunks (F + B)  +  2 (p - 1) c
+
+W_s is stage s's work for one microbatch: its chunks' F + B and the sends after them. For equal
+chunks this is the textbook (m + p - 1)(t_f + t_b) of GPipe and 1F1B (v = 1; both schedules have
+the same makespan when sends block) and (m + (p - 1)/v) v (t_f + t_b) of the interleaved
+schedule (Narayanan et al., SC'21, §2.2.2); the max-term lets one slower stage (the logits on
+the last one) set the pace of the steady state. The last stage to finish its backwards is stage
+0; stage s finishes earlier by the backward chain from it down to stage 0. Each stage then
+all-reduces its gradients over DP (after its last backward, or alongside it when overlapped), the
+end stages sync the tied embedding, and the optimizer step starts when the slowest stage is
+done, exactly as engine.py accounts for them.
+
+Memory. memory.py itself: its per-layer bytes and the schedule walk of interleaved end stages
+are cached there, and the peak is taken over the stages that can hold it.
+
+Everything costly (one layer's op-by-op time, the embedding and logits, collectives by size) is
+memoised on hashable frozen specs, keyed only by what it depends on, so a sweep over pp, dp and
+the schedule costs each layer variant once.
+"""
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from simsp.cost import cost_model
+from simsp.cost import stage_time as st
+from simsp.cost.gradient_sync import chunked_gradients_done_s, gradient_windows, gradients_done_s
+from simsp.cost.layer_time import layer_time
+from simsp.model import layer as L
+from simsp.model.flops import hardware_flops, model_flops, utilization
+from simsp.sim import memory
+from simsp.sim.memory import CLASSIC
+from simsp.sim.plan import Parts, StageCosts, stage_costs
+from simsp.sim.schedule import build, stage_and_chunk, virtual_stage
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.layout import LAYER_GROUPS
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.workload import TrainingSpec, Workload
+
+_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One configuration evaluated in closed form."""
+
+    iteration_time_s: float
+    mfu: float
+    hfu: float
+    tokens_per_s: float
+    peak_bytes: float
+    capacity_bytes: int
+    bubble_s: float = 0.0
+    """Stage 0's idle time: the iteration less its passes, sends, exposed DP time and optimizer
+    step (the event tier's breakdown()['bubble_s'])."""
+
+    @property
+    def fits(self) -> bool:
+        """Whether the most loaded stage fits in HBM."""
+        return self.peak_bytes <= self.capacity_bytes
+
+
+# ---------------------------------------------------------------------------- the time formula
+def stage_work_s(c) -> tuple[float, ...]:
+    """W_s: one microbatch's forwards, backwards and the sends after them, on each stage."""
+    p, last = c.p, c.p * c.v - 1
+    work = []
+    for s in range(p):
+        total = 0.0
+        for vs in range(s, last + 1, p):
+            sends = (vs < last) + (vs > 0)
+            total += c.chunks[vs].forward_s + c.chunks[vs].backward_s + sends * c.p2p_s
+        work.append(total)
+    return tuple(work)
+
+
+def pipeline_s(c) -> float:
+    """Makespan of the forwards and backwards:
+    (m - 1) max W + (p + v - 1)/(pv) sum(F + B) + 2(p - 1)c."""
+    chunk_sum = sum(x.forward_s + x.backward_s for x in c.chunks)
+    return (
+        (c.m - 1) * max(stage_work_s(c))
+        + (c.p + c.v - 1) / (c.p * c.v) * chunk_sum
+        + 2 * (c.p - 1) * c.p2p_s
+    )
+
+
+def stage_finish_s(c) -> tuple[tuple[float, float], ...]:
+    """(end of its last backward and send, start of that backward) for each stage.
+
+    Stage 0 ends the pipeline; stage s's last backward (virtual stage s) feeds stage s - 1's,
+    so it ends earlier by the backwards and sends of the stages below it.
+    """
+    end = pipeline_s(c)
+    out = []
+    for s in range(c.p):
+        if s > 0:
+            end -= c.chunks[s - 1].backward_s + (c.p2p_s if s > 1 else 0.0)
+        out.append((end, end - (c.p2p_s if s > 0 else 0.0) - c.chunks[s].backward_s))
+    return tuple(out)
+
+
+def stage_done_s(c, ends=None) -> tuple[float, ...]:
+    """When each stage has its gradients: DP all-reduce (exposed or overlapped), embedding sync.
+    `ends`: pipeline_ends(c), where the caller has them already."""
+    done = []
+    synced = (0, c.last_stage) if c.embedding_sync_s > 0 else ()
+    for s, (end, w_start, w_end, by_chunk) in enumerate(ends or pipeline_ends(c)):
+        dp = c.dp_s[s]
+        if dp > 0 and not c.dp_chunks:
+            end = gradients_done_s(
+                end, w_start, w_end, dp, c.dp_buckets[s], c.overlap_dp, c.comm_sm_share
+            )
+        elif dp > 0:
+            by_chunk = by_chunk or last_backwards(c, s, w_start)
+            windows = gradient_windows(c, s, (w_start, w_end), by_chunk)
+            end = chunked_gradients_done_s(end, windows, c.overlap_dp, c.comm_sm_share)
+        if s in synced:
+            end += c.embedding_sync_s
+        done.append(end)
+    return tuple(done)
+
+
+def last_backwards(c, s: int, w_start: float) -> tuple[tuple[float, float], ...]:
+    """(start, end) of each model chunk's last backward on stage s under the interleaved
+    schedule, from its very last one (chunk 0's, starting at w_start): Megatron's backward order
+    ends with p backwards of chunk v - 1, ..., then p of chunk 0, so chunk j's last ends
+    (p - 1) b_0 + p (b_1 + ... + b_(j-1)) before w_start. Waits in the cool-down only make those
+    gaps longer, so this overlaps a little less than the event tier."""
+    b = [c.chunks[virtual_stage(c.p, s, k, c.placement)].backward_s for k in range(c.v)]
+    out, end = [(w_start, w_start + b[0])], w_start - (c.p - 1) * b[0]
+    for k in range(1, c.v):
+        out.append((end - b[k], end))
+        end -= c.p * b[k]
+    return tuple(out)
+
+
+def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
+    """(end of its last pass and send, start and end of its last weight-gradient pass, and the
+    (start, end) of each model chunk's last one) per stage: from the pipeline formula for the
+    classic schedules on alike stages (the chunks None: stage_done_s places them by
+    last_backwards where it needs them), else from `walk` (the other schedules; stages that
+    recompute differently)."""
+    if c.schedule not in CLASSIC or not c.alike_stages:
+        return walk(c, build(c.schedule, c.p, c.m, c.v))
+    return tuple(
+        (end, start, start + c.chunks[s].backward_s, None)  # chunks: last_backwards, if needed
+        for s, (end, start) in enumerate(stage_finish_s(c))
+    )
+
+
+def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
+    """The schedule replayed without an event loop, by the engine's rules: a stage runs its
+    actions in order, each starting when the stage is free and its input has arrived (a
+    forward the previous virtual stage's activation, a B or I the next one's gradient), and a
+    send to another stage blocks the sender for c.p2p_s. Exact where no formula exists (the
+    zero-bubble and V schedules); O(actions)."""
+    p, last = c.p, c.p * c.v - 1
+    place = c.placement
+    vs_of = [[virtual_stage(p, s, k, place) for k in range(c.v)] for s in range(p)]
+    home = [stage_and_chunk(p, vs, place)[0] for vs in range(last + 1)]
+    arrived: dict = {}
+    free, pos = [0.0] * p, [0] * p
+    last_w = [(0.0, 0.0)] * p
+    by_chunk = [[(0.0, 0.0)] * c.v for _ in range(p)]
+    moved = True
+    while moved:
+        moved = False
+        for s in range(p):
+            while pos[s] < len(actions[s]):
+                a = actions[s][pos[s]]
+                vs = vs_of[s][a.chunk]
+                need = (
+                    ("F", vs - 1)
+                    if a.kind == "F" and vs > 0
+                    else ("B", vs + 1)
+                    if a.kind in "BI" and vs < last
+                    else None
+                )
+                if need is not None and (need, a.microbatch) not in arrived:
+                    break
+                start = max(free[s], arrived[(need, a.microbatch)] if need else 0.0)
+                chunk = c.chunks[vs]
+                end = (
+                    start
+                    + {
+                        "F": chunk.forward_s,
+                        "B": chunk.backward_s,
+                        "I": chunk.input_s,
+                        "W": chunk.weight_s,
+                    }[a.kind]
+                )
+                if a.kind in "BW":
+                    last_w[s] = by_chunk[s][a.chunk] = (start, end)
+                if a.kind != "W":
+                    target = vs + 1 if a.kind == "F" else vs - 1
+                    if 0 <= target <= last and c.p2p_s > 0 and home[target] != s:
+                        end += c.p2p_s
+                    arrived[(("F" if a.kind == "F" else "B", vs), a.microbatch)] = end
+                free[s] = end
+                pos[s] += 1
+                moved = True
+    if any(pos[s] < len(actions[s]) for s in range(p)):
+        raise ValueError(f"schedule {c.schedule!r} deadlocks at p={p}, m={c.m}, v={c.v}")
+    return tuple((free[s], *last_w[s], tuple(by_chunk[s])) for s in range(p))
+
+
+def stage_busy_s(c, stage: int = 0) -> float:
+    """A stage's passes and sends over the iteration: m x W_s for the classic schedules, else
+    summed over its actions."""
+    if c.schedule in CLASSIC:
+        last = c.p * c.v - 1
+        return c.m * sum(
+            c.chunks[vs].forward_s + c.chunks[vs].backward_s + ((vs < last) + (vs > 0)) * c.p2p_s
+            for vs in range(stage, last + 1, c.p)
+        )
+    p, last = c.p, c.p * c.v - 1
+    place = c.placement
+    busy = 0.0
+    for a in build(c.schedule, p, c.m, c.v)[stage]:
+        vs = virtual_stage(p, stage, a.chunk, place)
+        chunk = c.chunks[vs]
+        busy += {
+            "F": chunk.forward_s,
+            "B": chunk.backward_s,
+            "I": chunk.input_s,
+            "W": chunk.weight_s,
+        }[a.kind]
+        target = vs + 1 if a.kind == "F" else vs - 1
+        remote = 0 <= target <= last and stage_and_chunk(p, target, place)[0] != stage
+        busy += c.p2p_s if a.kind != "W" and remote else 0.0
+    return busy
+
+
+def bubble_s(c, ends=None, done=None) -> float:
+    """Stage 0's idle time in closed form, as the event tier's breakdown counts it."""
+    ends = ends or pipeline_ends(c)
+    done = done or stage_done_s(c, ends)
+    t = max(done) + max(c.step_s)
+    return t - stage_busy_s(c) - (done[0] - ends[0][0]) - c.step_s[0]
+
+
+def iteration_s(c) -> float:
+    """Iteration time of a Plan (or its StageCosts) in closed form: slowest stage, then the
+    optimizer."""
+    return max(stage_done_s(c)) + max(c.step_s)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _layer(model, layer_parallel, micro_batch, hw, place, numerics):
+    return layer_time(
+        L.build_layer(model, layer_parallel, micro_batch, numerics),
+        cost_model(hw),
+        layer_parallel,
+        place,
+    )
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _ends(model, layer_parallel, micro_batch, hw, place, cross_entropy):
+    w, cost = _canonical(model, layer_parallel, micro_batch, cross_entropy), cost_model(hw)
+    return (*st.embedding_s(w, cost, place), *st.output_s(w, cost, place), st.p2p_s(w, cost, place))
+
+
+def _canonical(
+    model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int, cross_entropy: str
+) -> Workload:
+    """A one-stage workload with just what a layer's and the end stages' costs depend on."""
+    training = TrainingSpec(micro_batch, micro_batch, cross_entropy=cross_entropy)
+    return Workload("canonical", model, training, layer_parallel)
+
+
+def _memo_key(w: Workload, cost, lay) -> tuple:
+    """What a layer's and the end stages' costs depend on, hashable."""
+    par = w.parallel.for_layer()
+    return (w.model, par, w.training.micro_batch, cost.hw, lay.placement(*LAYER_GROUPS))
+
+
+def _layer_key(w: Workload, cost, lay) -> tuple:
+    """What a layer's cost depends on: the end stages' key and the run's precision."""
+    return (*_memo_key(w, cost, lay), w.training.numerics)
+
+
+MEMOISED = Parts(
+    layer=lambda w, cost, lay: _layer(*_layer_key(w, cost, lay)),
+    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay), w.training.cross_entropy),
+)
+"""plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
+batch, the hardware and the placement, and the layer's numerics or the end stages' loss kernel:
+a sweep over pp, dp and schedules costs each layer once."""
+
+
+def costs(w: Workload, hw: HardwareSpec) -> StageCosts:
+    """The plan's costs without its schedule: plan.stage_costs with memoised pieces (equal to
+    build_plan's to the bit)."""
+    return stage_costs(w, cost_model(hw), MEMOISED)[0]
+
+
+def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
+    """Closed-form time, MFU/HFU and peak HBM of one validated workload on one machine."""
+    c = costs(w, hw)
+    ends = pipeline_ends(c)
+    done = stage_done_s(c, ends)
+    t = max(done) + max(c.step_s)
+    gb, gpus, peak = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
+    return Estimate(
+        iteration_time_s=t,
+        mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak),
+        hfu=utilization(
+            hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp, w.recomputed_layers),
+            t,
+            gpus,
+            peak,
+        ),
+        tokens_per_s=gb * w.model.seq_len / t,
+        peak_bytes=memory.peak_bytes(w),
+        capacity_bytes=hw.hbm_bytes,
+        bubble_s=bubble_s(c, ends, done),
+    )
+
+
+def clear_caches() -> None:
+    """Forget every memoised cost (for benchmarks that measure a cold start)."""
+    from simsp.model import flops, params
+
+    for f in (
+        _layer,
+        _ends,
+        memory.interleaved_counts,
+        memory._per_layer_bytes,
+        memory._end_stage_bytes,
+        params.layer_weights,
+        params.layer_params_per_rank,
+        params._stage_params,
+        flops._layer_forward,
+    ):
+        f.cache_clear()

@@ -1,0 +1,179 @@
+"""One simulated iteration as a plain record: the workload, hardware, plan, the engine's spans
+and the memory report, with the figures the `simsp run --json` contract (docs/architecture.md)
+names (MFU, HFU, the per-stage breakdown, where GEMM rates came from)."""
+
+from dataclasses import dataclass
+
+from simsp.model.flops import (
+    HARDWARE_FLOPS_FORMULA,
+    MODEL_FLOPS_FORMULA,
+    hardware_flops,
+    model_flops,
+    utilization,
+)
+from simsp.model.params import total_params
+from simsp.sim.engine import Simulation
+from simsp.sim.memory import MemoryReport
+from simsp.sim.plan import Plan
+from simsp.sim.schedule import virtual_stage
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.workload import Workload
+
+PASS_FSDP = {
+    "forward": "forward_fsdp_s",
+    "backward": "backward_fsdp_s",
+    "backward_input": "backward_fsdp_s",
+}
+"""Span kinds of the pipeline passes holding FSDP waits, and the ChunkCost field of them."""
+PASS_TP = {
+    "forward": "forward_tp_s",
+    "backward": "backward_tp_s",
+    "backward_input": "input_tp_s",
+    "backward_weight": "weight_tp_s",
+}
+"""Span kinds of the pipeline passes, and the ChunkCost field of their exposed TP time."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One simulated iteration, as the `simsp run --json` contract (docs/architecture.md)
+    reports it."""
+
+    workload: Workload
+    hardware: HardwareSpec
+    plan: Plan
+    sim: Simulation
+    memory: MemoryReport
+
+    @property
+    def iteration_time_s(self) -> float:
+        return self.sim.iteration_s
+
+    @property
+    def model_flops(self) -> float:
+        """Model FLOPs of the iteration (flops.MODEL_FLOPS_FORMULA)."""
+        w = self.workload
+        return model_flops(w.model, w.training.global_batch, w.parallel.tp)
+
+    def mfu(self) -> float:
+        w = self.workload
+        return utilization(
+            self.model_flops, self.iteration_time_s, w.parallel.gpus, self.hardware.gpu.peak_tflops
+        )
+
+    def mfu_fp8_peak(self) -> float | None:
+        """Model FLOPs utilisation against the GPU's dense FP8 peak (None without FP8 tensor
+        cores): what an FP8 run leaves of the faster peak its linear layers run at."""
+        peak = self.hardware.gpu.peak_fp8_tflops
+        w = self.workload
+        return (
+            utilization(self.model_flops, self.iteration_time_s, w.parallel.gpus, peak)
+            if peak
+            else None
+        )
+
+    def hfu(self) -> float:
+        w = self.workload
+        return utilization(
+            hardware_flops(
+                w.model,
+                w.training.global_batch,
+                w.parallel.recompute,
+                w.parallel.tp,
+                w.recomputed_layers,
+            ),
+            self.iteration_time_s,
+            w.parallel.gpus,
+            self.hardware.gpu.peak_tflops,
+        )
+
+    def breakdown(self, stage: int = 0) -> dict:
+        """Where one stage's iteration went; the parts sum to the iteration time."""
+        spans = [s for s in self.sim.spans if s.stage == stage]
+        passes = [s for s in spans if s.kind in PASS_TP]
+        plan = self.plan
+        tp = sharded = 0.0
+        for span in passes:
+            chunk = plan.chunks[virtual_stage(plan.p, stage, span.chunk, plan.placement)]
+            tp += getattr(chunk, PASS_TP[span.kind])
+            sharded += getattr(chunk, PASS_FSDP[span.kind]) if span.kind in PASS_FSDP else 0.0
+        compute = sum(s.dur_s for s in passes) - tp - sharded
+        pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
+        busy_end = max(
+            (
+                s.end_s
+                for s in spans
+                if s.stream in ("compute", "pp_comm") and s.kind != "optimizer"
+            ),
+            default=0.0,
+        )
+        dp = self.sim.stage_done_s[stage] - busy_end + self.plan.gather_s[stage]
+        opt = self.plan.optimizer_s[stage]
+        bubble = self.iteration_time_s - (compute + tp + sharded + pp + dp + opt)
+        return {
+            "stage": stage,
+            "compute_s": compute,
+            "tp_comm_s": tp,
+            "pp_comm_s": pp,
+            "dp_comm_s": dp,
+            "fsdp_comm_s": sharded,
+            "bubble_s": bubble,
+            "optimizer_s": opt,
+        }
+
+    def hardware_overrides(self) -> dict:
+        """`{"hardware_overrides": {KEY: value}}` for a run with `--set`, else nothing (the JSON
+        of a run without one stays as it was)."""
+        sets = self.hardware.overrides
+        return {"hardware_overrides": dict(sets)} if sets else {}
+
+    def to_dict(self) -> dict:
+        """The object of the `simsp run --json` contract (docs/architecture.md), less `accuracy`
+        (present.report.result_json adds it)."""
+        w, lt = self.workload, self.plan.layer
+        br = self.breakdown()
+        return {
+            "workload": w.name,
+            "hardware": self.hardware.name,
+            **self.hardware_overrides(),
+            "iteration_time_s": self.iteration_time_s,
+            "mfu": self.mfu(),
+            "hfu": self.hfu(),
+            "mfu_fp8_peak": self.mfu_fp8_peak(),
+            "precision": w.training.precision,
+            "fp8_recipe": w.training.fp8_recipe if w.training.precision == "fp8" else None,
+            "params": total_params(w.model),
+            "model_flops": self.model_flops,
+            "flops_formula": MODEL_FLOPS_FORMULA,
+            "hfu_formula": HARDWARE_FLOPS_FORMULA,
+            "tokens_per_s": w.training.global_batch * w.model.seq_len / self.iteration_time_s,
+            "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
+            "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
+            "memory": self.memory.to_dict(),
+            "breakdown": br,
+            "gemm_sources": gemm_sources(lt),
+            "gemm_time_sources": gemm_time_sources(lt),
+        }
+
+
+GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")
+"""Layer entries whose rate comes from a GEMM or attention table, the model or the roofline."""
+
+
+def gemm_sources(lt) -> dict:
+    """How many GEMM entries of a layer came from the measured table, the model or the roofline."""
+    counts: dict[str, int] = {}
+    for e in lt.entries:
+        if e.kind in GEMM_KINDS:
+            counts[e.source] = counts.get(e.source, 0) + 1
+    return counts
+
+
+def gemm_time_sources(lt) -> dict:
+    """Seconds of one layer's forward and backward (recompute included) GEMM and attention time,
+    by where the rate came from (table, model, roofline, flash table)."""
+    seconds: dict[str, float] = {}
+    for e in lt.entries:
+        if e.kind in GEMM_KINDS and e.phase in ("forward", "recompute", "backward"):
+            seconds[e.source] = seconds.get(e.source, 0.0) + e.seconds
+    return seconds

@@ -1,0 +1,133 @@
+"""Pipeline schedules as pure data, in one registry: which pass of which microbatch chunk each
+pipeline stage runs, in order, and where each chunk sits in the model.
+
+Every schedule is one `Kind` in `spec.schedules.REGISTRY` (its name, placement and rule, which the
+CLI, the sweep grid and validation read) and one builder in `BUILDERS` here; the engine follows
+the dependencies `dependencies` derives from its actions whatever their kind, and memory and the
+closed form walk the same action lists. Adding a schedule is a function returning per-stage
+`Action` lists, its line in `BUILDERS` and its line in `spec.schedules.REGISTRY`.
+
+Placement (``loop`` or ``v``): spec.schedules.
+"""
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from simsp.sim.schedule import vshape, zero_bubble
+from simsp.sim.schedule.action import GRADIENT_KINDS, KINDS, Action, Actions, Dependency, Schedule
+from simsp.sim.schedule.classic import (
+    gpipe,
+    interleaved,
+    interleaved_action,
+    one_f_one_b,
+    warmup_1f1b,
+    warmup_interleaved,
+)
+from simsp.spec.schedules import (
+    REGISTRY,
+    SCHEDULES,
+    Kind,
+    chunks_of,
+    stage_and_chunk,
+    virtual_stage,
+)
+
+__all__ = [
+    "KINDS",
+    "REGISTRY",
+    "SCHEDULES",
+    "Action",
+    "Actions",
+    "Dependency",
+    "BUILDERS",
+    "Kind",
+    "Schedule",
+    "build",
+    "chunks_of",
+    "dependencies",
+    "gpipe",
+    "interleaved",
+    "interleaved_action",
+    "max_in_flight",
+    "one_f_one_b",
+    "peak_in_flight_layers",
+    "stage_and_chunk",
+    "virtual_stage",
+    "warmup_1f1b",
+    "warmup_interleaved",
+]
+
+
+BUILDERS: dict[str, Callable[[int, int, int], Schedule]] = {
+    "gpipe": lambda p, m, v: gpipe(p, m),
+    "1f1b": lambda p, m, v: one_f_one_b(p, m),
+    "interleaved": interleaved,
+    "zb-h1": zero_bubble.zb_h1,
+    "zb-h2": zero_bubble.zb_h2,
+    "zbv": vshape.zbv,
+    "dualpipev": vshape.dualpipev,
+}
+"""(p, m, chunks) -> one action list per stage, for each kind of spec.schedules.REGISTRY."""
+
+
+@lru_cache(maxsize=256)
+def build(schedule: str, p: int, m: int, v: int = 1) -> Schedule:
+    """Per-stage action lists for ``schedule`` (one of `SCHEDULES`); ValueError if unknown.
+
+    ``v`` (model chunks per stage) is read by the schedules that take chunks; interleaved with
+    v == 1 is 1F1B.
+    """
+    if schedule not in REGISTRY:
+        raise ValueError(f"schedule={schedule!r}: must be one of {', '.join(SCHEDULES)}")
+    return BUILDERS[schedule](p, m, chunks_of(schedule, v))
+
+
+def dependencies(
+    p: int, v: int, stage: int, a: Action, placement: str = "loop"
+) -> tuple[Dependency, ...]:
+    """The (stage, action) pairs that must finish before ``a`` can start on ``stage``.
+
+    A forward waits for the previous virtual stage's forward of the same microbatch; a backward
+    (B or I) for its own forward and for the next virtual stage's backward, written as a "B"
+    whichever of B or I that stage runs (the last virtual stage's follows its own forward, the
+    loss); a W for its own I. Point-to-point sends are left to the engine, which follows these
+    same rules (sim/engine.py).
+    """
+    vs = virtual_stage(p, stage, a.chunk, placement)
+    if a.kind == "F":
+        if vs == 0:
+            return ()
+        prev_stage, prev_chunk = stage_and_chunk(p, vs - 1, placement)
+        return ((prev_stage, Action("F", a.microbatch, prev_chunk)),)
+    if a.kind == "W":
+        return ((stage, Action("I", a.microbatch, a.chunk)),)
+    own = (stage, Action("F", a.microbatch, a.chunk))
+    if vs == p * v - 1:
+        return (own,)
+    next_stage, next_chunk = stage_and_chunk(p, vs + 1, placement)
+    return (own, (next_stage, Action("B", a.microbatch, next_chunk)))
+
+
+def max_in_flight(actions: Actions) -> int:
+    """Peak over one stage's action list of (forwards done - backwards done), in chunk-microbatches.
+
+    The number of chunk-microbatches whose activations the stage holds at once (a B or an I
+    frees a microbatch's activations; what a deferred W keeps is counted by sim/memory.py).
+    """
+    return peak_in_flight_layers(actions, 1)
+
+
+def peak_in_flight_layers(actions: Actions, layers_per_chunk: int) -> int:
+    """`max_in_flight` weighted by layers: peak layer-microbatches of activations on one stage.
+
+    With layers_per_chunk = L / (p * v), stage 0 of the interleaved schedule gives the
+    L * (1 + (p - 1) / (p * v)) layers of Korthikanti et al. 2023 §4.2.3.
+    """
+    held = peak = 0
+    for action in actions:
+        if action.kind == "F":
+            held += layers_per_chunk
+        elif action.kind in GRADIENT_KINDS:
+            held -= layers_per_chunk
+        peak = max(peak, held)
+    return peak

@@ -1,0 +1,107 @@
+"""Every setting a user can turn, defined once: the fields of the workload's spec dataclasses.
+
+The CLI flags (cli/arguments.py), the sweep grid keys (sweep/spec.py) and the sweep's CSV/JSON
+columns (sweep/rows.py) are all generated from `KNOBS`, so a new field of `ModelSpec`,
+`TrainingSpec` or `ParallelSpec` is a new flag, grid key and column without an edit elsewhere
+(a test enumerates the fields against all three).
+"""
+
+import ast
+import dataclasses
+import functools
+import inspect
+import re
+import typing
+from dataclasses import dataclass
+
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.workload import TrainingSpec
+
+SECTIONS = (("model", ModelSpec), ("training", TrainingSpec), ("parallel", ParallelSpec))
+"""The workload sections whose fields are knobs, in --help order."""
+CHOICES = {
+    f.name: f.metadata["choices"]
+    for _, cls in SECTIONS
+    for f in dataclasses.fields(cls)
+    if "choices" in f.metadata
+}
+"""Knobs whose value is one of a few names (as typed on the command line or in a grid): the
+`choices` in their field's metadata."""
+SHORT_NAMES = {"sequence_parallel": "sp"}
+"""Knobs whose flag and column the contract spells shorter (DESIGN.md: `--sp | --no-sp`)."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One field of a workload section."""
+
+    section: str
+    name: str
+    kind: type
+    """int, float, bool or str (a `bool | str` field such as `bias` is a str knob)."""
+    doc: str
+    """First sentence of the field's docstring."""
+
+    @property
+    def short(self) -> str:
+        """Its name as a flag stem, grid key alias and column."""
+        return SHORT_NAMES.get(self.name, self.name)
+
+    @property
+    def choices(self) -> tuple | None:
+        return CHOICES.get(self.name)
+
+
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z(])")
+"""Where a docstring's first sentence ends: a full stop before a capital, not after "et al"."""
+
+
+@functools.cache
+def field_docs(cls) -> dict[str, str]:
+    """The docstring under each field of a dataclass (read from its source), first sentence."""
+    try:
+        body = ast.parse(inspect.getsource(cls)).body[0].body
+    except (OSError, TypeError):
+        return {}
+    docs = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+        ):
+            text = " ".join(str(nxt.value.value).split())
+            docs[node.target.id] = _SENTENCE_END.split(text)[0].rstrip(".")
+    return docs
+
+
+def _kind(hint) -> type:
+    return hint if hint in (int, float, bool) else str
+
+
+def _knobs() -> tuple[Knob, ...]:
+    out = []
+    for section, cls in SECTIONS:
+        hints, docs = typing.get_type_hints(cls), field_docs(cls)
+        out += [
+            Knob(section, f.name, _kind(hints[f.name]), docs.get(f.name, ""))
+            for f in dataclasses.fields(cls)
+        ]
+    names = [k.name for k in out]
+    assert len(set(names)) == len(names), "knob names must be unique across the sections"
+    return tuple(out)
+
+
+KNOBS = _knobs()
+BY_NAME = {k.name: k for k in KNOBS}
+
+
+def parse_bias(text):
+    """A typed bias knob (true | false | qkv) as the ModelSpec value."""
+    return {"true": True, "false": False}.get(text, text) if isinstance(text, str) else text
+
+
+def values_of(w) -> dict:
+    """Every knob's value in a workload, by knob name."""
+    return {k.name: getattr(getattr(w, k.section), k.name) for k in KNOBS}

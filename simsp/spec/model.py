@@ -1,0 +1,111 @@
+"""The transformer being trained: its shape and the architectural choices of its layers.
+
+Notation (used across simsp; the paper's §2 plus the modern additions):
+
+    s  sequence length            b  micro batch size         h  hidden size
+    a  attention (query) heads    g  key/value heads (GQA)    d  head size (h / a by default)
+    f  MLP inner size             v  vocabulary (padded)      L  layers
+    t  tensor-parallel size       p  pipeline-parallel size   dp data-parallel size
+    m  microbatches per iteration; chunks: model chunks a pipeline stage holds (interleaving)
+
+Parameter counts and FLOPs are not formulas here: they are sums over the op list
+(`model/layer.py`, `model/params.py`, `model/flops.py`), so memory, profiler and report cannot
+drift apart.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+MLP_KINDS = ("gelu", "swiglu", "squared_relu")
+NORM_KINDS = ("layernorm", "rmsnorm")
+POSITION_KINDS = ("learned", "rope", "alibi", "none")
+BIAS_KINDS = (True, False, "qkv")
+ATTENTION_KINDS = ("flash", "unfused")
+ZERO_OK = {"allow_zero": True}
+"""Field metadata: 0 is a meaningful value (no dropout), not a missing one."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A dense decoder-only transformer. The defaults are the paper's GPT (§3): learned
+    positions, GeLU MLP of 4h, layer-norm, biases, dropout 0.1, tied embeddings, unfused
+    attention; every modern choice is a switch with its source."""
+
+    layers: int
+    """Transformer layers L."""
+    hidden: int
+    """Hidden size h."""
+    heads: int
+    """Attention (query) heads a."""
+    seq_len: int
+    """Training sequence length s (a Hugging Face config.json does not hold it)."""
+    vocab: int
+    """Vocabulary size as the tokenizer has it; Megatron pads it (`padded_vocab`)."""
+    ffn_hidden: int = 0
+    """MLP inner size f; 0 means Megatron's default: 4h, or for SwiGLU int(8h/3 / 64) * 64
+    (megatron/training/arguments.py, `if args.swiglu`)."""
+    kv_heads: int = 0
+    """Key/value heads g; 0 means g = a (multi-head). g < a is grouped-query attention
+    (Ainslie et al. 2023, arXiv 2305.13245), g = 1 multi-query (Shazeer 2019, arXiv 1911.02150);
+    Megatron-Core's `num_query_groups`."""
+    head_dim: int = 0
+    """Head size d; 0 means h / a. Megatron's `kv_channels`; set where a model sets it
+    (Mistral-NeMo, Gemma), so that a x d may differ from h."""
+    mlp: str = field(default="gelu", metadata={"choices": MLP_KINDS})
+    """gelu (the paper's h->4h->h), swiglu (gated: two input projections, Shazeer 2020,
+    arXiv 2002.05202; Llama, Mistral, Qwen) or squared_relu (Primer, So et al. 2021,
+    arXiv 2109.08668; Nemotron-4)."""
+    norm: str = field(default="layernorm", metadata={"choices": NORM_KINDS})
+    """layernorm (weight and bias) or rmsnorm (weight only; Zhang & Sennrich 2019, arXiv
+    1910.07467)."""
+    position: str = field(default="learned", metadata={"choices": POSITION_KINDS})
+    """learned absolute positions (an s x h table), rope (rotary, Su et al., arXiv 2104.09864,
+    applied to Q and K), alibi (Press et al., arXiv 2108.12409, a bias inside the attention
+    kernel) or none."""
+    bias: bool | str = field(default=True, metadata={"choices": ("true", "false", "qkv")})
+    """Biases on the linear layers: true (the paper's GPT), false (Llama, Mistral, Nemotron)
+    or qkv (only the QKV projection, Qwen2's `attention_bias`)."""
+    dropout: float = field(default=0.1, metadata=ZERO_OK)
+    """Hidden and attention dropout rate; 0 means no dropout kernels and no masks saved."""
+    attention: str = field(default="unfused", metadata={"choices": ATTENTION_KINDS})
+    """unfused (softmax and dropout as their own kernels, s x s tensors saved: the paper) or
+    flash (FlashAttention, Dao et al. 2022/2023: no s x s tensor, output and log-sum-exp saved)."""
+    tied_embeddings: bool = True
+    """Input embedding and output layer share weights (the paper's §3; Llama-3 unties them)."""
+    vocab_divisible_by: int = 128
+    """Megatron pads the vocabulary to a multiple of this times t
+    (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
+    `_vocab_size_with_padding`)."""
+
+    @property
+    def ffn(self) -> int:
+        """The MLP inner size f actually used."""
+        if self.ffn_hidden:
+            return self.ffn_hidden
+        if self.mlp == "swiglu":
+            return int(4 * self.hidden * 2 / 3 / 64) * 64
+        return 4 * self.hidden
+
+    @property
+    def head_size(self) -> int:
+        """Channels per attention head d."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def groups(self) -> int:
+        """Key/value heads g."""
+        return self.kv_heads or self.heads
+
+    @property
+    def gated(self) -> bool:
+        """The MLP's first projection is doubled (a gate and an up projection)."""
+        return self.mlp == "swiglu"
+
+    def linear_bias(self, which: str) -> bool:
+        """Whether the `qkv`, `projection` or `mlp` linear layers carry a bias."""
+        return self.bias is True or (self.bias == "qkv" and which == "qkv")
+
+    def padded_vocab(self, tp: int) -> int:
+        """v after Megatron's padding to a multiple of vocab_divisible_by x t."""
+        multiple = self.vocab_divisible_by * tp
+        return math.ceil(self.vocab / multiple) * multiple

@@ -1,0 +1,231 @@
+"""How the model is split across GPUs and what is recomputed: the parallel plan."""
+
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+"""The parallel dimensions, in Megatron-Core's default rank order (fastest first)."""
+CP_COMM_TYPES = ("p2p", "a2a")
+__all__ = ["CP_COMM_TYPES", "DIMENSIONS", "RECOMPUTE_MODES", "SCHEDULES", "ParallelSpec"]
+
+
+@dataclass(frozen=True)
+class ParallelSpec:
+    """Megatron-LM's parallel and recompute settings for one run."""
+
+    tp: int = 1
+    """Tensor-parallel size t."""
+    pp: int = 1
+    """Pipeline-parallel size p."""
+    dp: int = 1
+    """Data-parallel size d."""
+    cp: int = 1
+    """Context-parallel size c: each rank holds 1/c of every sequence (2c chunks, two a rank,
+    balancing the causal mask), Megatron-Core's --context-parallel-size."""
+    cp_comm_type: str = field(default="p2p", metadata={"choices": CP_COMM_TYPES})
+    """How context-parallel attention sees the other ranks' keys and values: p2p (a ring of
+    send/recv overlapped with the blockwise attention, Transformer Engine's default) or a2a
+    (all-to-all from sequence to heads and back, DeepSpeed-Ulysses)."""
+    order: str = "tp-cp-ep-dp-pp"
+    """Rank order, fastest-varying dimension first (Megatron-Core's `order`): decides which
+    groups share a node."""
+    sequence_parallel: bool = False
+    """Shard layer-norm and dropout activations along the sequence (paper §4.2.2)."""
+    tp_comm_overlap: bool = False
+    """Overlap the TP/SP collectives with the GEMMs beside them, Transformer Engine's userbuffers
+    (Megatron-LM --tp-comm-overlap; TE 2.5 module/base.py initialize_ub defaults): the input
+    all-gather of the QKV and first MLP GEMMs, and the output-gradient all-gather of the
+    projection and second MLP dgrads, by ring exchange on copy engines; the reduce-scatter after
+    the projection and second MLP GEMMs pipelined over 4 chunks. Needs sequence_parallel (Megatron
+    arguments.py)."""
+    recompute: str = field(default="none", metadata={"choices": RECOMPUTE_MODES})
+    """Activation recomputation: none, selective (paper §5) or full (every layer)."""
+    recompute_num_layers: int = 0
+    """With recompute full: how many layers of each model chunk are recomputed, the first ones,
+    the rest keeping their activations (Megatron-LM --recompute-method block
+    --recompute-num-layers N); 0 means every layer."""
+    recompute_per_stage: str = field(default="", metadata={"number_list": True})
+    """With recompute full: the recomputed layers of each chunk stage by stage, first to last,
+    comma-separated ("4,2,0,0"; there 0 means none), for pipelines whose stages are not equally
+    memory-bound (zero-bubble schedules); empty means recompute_num_layers on every stage. In a
+    YAML flow mapping, quote it: `recompute_per_stage: "4,2,0,0"`."""
+    schedule: str = field(default="1f1b", metadata={"choices": SCHEDULES})
+    """Pipeline schedule: gpipe, 1f1b (PipeDream-flush), interleaved, zb-h1, zb-h2 (zero
+    bubble), zbv or dualpipev (V-shaped); see simsp/sim/schedule/."""
+    virtual_stages: int = 1
+    """Model chunks per pipeline stage for the interleaved and zb-h1 schedules (the paper's m);
+    the V schedules always hold two."""
+    distributed_optimizer: bool = False
+    """Shard optimizer state over DP (and CP): 6 + 12/(d c) bytes a parameter instead of 18."""
+    store_param_remainders: bool = False
+    """The distributed optimizer keeps the low 16 bits of each fp32 master weight, the bf16
+    weight being its high 16: 10/(d c) bytes of state a parameter instead of 12. Apex's
+    DistributedFusedAdam store_param_remainders, which NeMo 1.x turns on for a bf16 model
+    without FP8 parameters (megatron_base_model.py, r2.0.0rc1 lines 796-804); Megatron-Core's
+    OptimizerConfig.store_param_remainders with its precision-aware optimizer."""
+    cached_dummy_wgrads: bool = False
+    """Transformer Engine's cached dummy weight gradients (TE 2.3 on, PR #1651): with Megatron's
+    gradient-accumulation fusion a linear layer's backward accumulates into main_grad and hands
+    autograd a dummy weight gradient, one cached tensor per weight shape and dtype
+    (`get_dummy_wgrad`, TE v2.11 module/base.py lines 79-92), which Megatron-Core's own output
+    layer shares (core_r0.14.0 tensor_parallel/layers.py lines 573-602). They live for the run:
+    2 bytes an element of each distinct linear weight shape a rank holds, the output layer's on
+    its stage. Before TE 2.3 each backward allocated that tensor afresh and freed it."""
+    fsdp: bool = False
+    """Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2 as torchtitan and llm-foundry run
+    it): parameters, gradients and optimizer state sharded over the dp x cp ranks, each layer's
+    parameters all-gathered before its forward and again before its backward (one layer
+    prefetched), its gradients reduce-scattered after its backward."""
+    fsdp_shard: int = 0
+    """With fsdp, the ranks a parameter is sharded over; 0 means all of dp x cp, fewer is
+    hybrid sharding (HSDP: torchtitan's data_parallel_shard_degree), the gradients then
+    all-reduced over the replicas of a shard."""
+    overlap_grad_reduce: bool = False
+    """Overlap the gradient all-reduce (reduce-scatter with the distributed optimizer) with
+    backward, bucket by bucket (Megatron-Core's --overlap-grad-reduce)."""
+    overlap_param_gather: bool = False
+    """With the distributed optimizer, all-gather the updated parameters bucket by bucket in the
+    next forward, each bucket prefetched one ahead, instead of all at once after the step
+    (Megatron-Core's --overlap-param-gather)."""
+    grad_reduce_in_fp32: bool = True
+    """Keep and reduce gradients in fp32 (Megatron-LM's --accumulate-allreduce-grads-in-fp32,
+    forced on for bf16 runs unless --grad-reduce-in-bf16): 4 bytes a parameter, else 2. With
+    fsdp, the type of its reduce-scatters (torchtitan's mixed_precision_reduce: fp32)."""
+    bucket_params: int = 0
+    """Parameters per gradient bucket of the overlapped reduction; 0 means Megatron-Core's
+    default, max(40M, 1M x d x c) (training.py `bucket_size`)."""
+    first_stage_layers: int = 0
+    """Transformer layers on the first pipeline stage, if not an equal share (Megatron-Core's
+    --decoder-first-pipeline-num-layers); the stages left share the rest equally."""
+    last_stage_layers: int = 0
+    """Transformer layers on the last pipeline stage, if not an equal share
+    (--decoder-last-pipeline-num-layers)."""
+    account_for_embedding_in_pipeline_split: bool = False
+    """Count the embedding as one layer when splitting the layers over the pipeline: the first
+    model chunk holds one transformer layer fewer (Megatron-Core's flag of that name)."""
+    account_for_loss_in_pipeline_split: bool = False
+    """Count the output layer and loss as one layer: the last model chunk holds one transformer
+    layer fewer (Megatron-Core's flag of that name)."""
+    deallocate_pipeline_outputs: bool = True
+    """Free a stage's output tensor after sending it (the paper's Appendix B)."""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the run occupies, t x c x p x d."""
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def optimizer_shards(self) -> int:
+        """Ranks one parameter's optimizer state is spread over: d x c with the distributed
+        optimizer (Megatron-Core shards over the data-parallel group with its context-parallel
+        ranks), the shard group with FSDP, else 1."""
+        if self.fsdp:
+            return self.fsdp_shard or self.dp * self.cp
+        return self.dp * self.cp if self.distributed_optimizer else 1
+
+    def size(self, dim: str) -> int:
+        """The size of one parallel dimension (DIMENSIONS; ep is always 1)."""
+        return 1 if dim == "ep" else getattr(self, dim)
+
+    def for_layer(self) -> "ParallelSpec":
+        """These settings with those one layer's ops cannot depend on (pipeline, data
+        parallelism, optimizer) at their defaults: the key under which layer costs are cached."""
+        return self._layer_settings
+
+    @cached_property
+    def _layer_settings(self) -> "ParallelSpec":
+        return ParallelSpec(
+            tp=self.tp,
+            cp=self.cp,
+            cp_comm_type=self.cp_comm_type if self.cp > 1 else "p2p",
+            sequence_parallel=self.sequence_parallel,
+            tp_comm_overlap=self.tp_comm_overlap,
+            recompute=self.recompute,
+        )
+
+    def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:
+        """Layers of each of a stage's chunks that re-run their forward in backward."""
+        if self.recompute != "full":
+            return 0
+        if self.recompute_per_stage:
+            return min(self.stage_recompute[stage], layers_per_chunk)
+        return min(self.recompute_num_layers or layers_per_chunk, layers_per_chunk)
+
+    @property
+    def uneven(self) -> bool:
+        """Whether some model chunks hold more layers than others."""
+        return bool(
+            self.first_stage_layers
+            or self.last_stage_layers
+            or self.account_for_embedding_in_pipeline_split
+            or self.account_for_loss_in_pipeline_split
+        )
+
+    def chunk_layers(self, layers: int) -> tuple[int, ...]:
+        """Transformer layers of each virtual stage (model chunk), first to last."""
+        return split_layers(self, layers)
+
+    def stage_layers(self, layers: int, stage: int) -> int:
+        """Transformer layers on one pipeline stage, all its chunks together."""
+        if not self.uneven:
+            return layers // self.pp
+        from simsp.spec.schedules import virtual_stage
+
+        counts = split_layers(self, layers)
+        return sum(
+            counts[virtual_stage(self.pp, stage, c, self.placement)] for c in range(self.chunks)
+        )
+
+    @cached_property
+    def stage_recompute(self) -> tuple[int, ...]:
+        """recompute_per_stage as integers (the workload rules check its form)."""
+        return tuple(int(x) for x in self.recompute_per_stage.split(","))
+
+    @cached_property
+    def last_stage(self) -> int:
+        """The stage holding the model's last layers and output layer: p - 1, or 0 under the V
+        schedules (their last virtual stage folds back onto the first rank)."""
+        from simsp.spec.schedules import stage_and_chunk
+
+        return stage_and_chunk(self.pp, self.pp * self.chunks - 1, self.placement)[0]
+
+    @property
+    def placement(self) -> str:
+        """Where the schedule puts each chunk: loop or v (simsp/sim/schedule/)."""
+        return REGISTRY[self.schedule].placement if self.schedule in REGISTRY else "loop"
+
+    @cached_property
+    def chunks(self) -> int:
+        """Model chunks per stage under the schedule: virtual_stages where it takes chunks,
+        2 for the V schedules, else 1."""
+        if self.schedule not in REGISTRY:
+            return 1
+        return chunks_of(self.schedule, self.virtual_stages)
+
+
+@lru_cache(maxsize=4096)
+def split_layers(par: ParallelSpec, layers: int) -> tuple[int, ...]:
+    """Layers of each virtual stage as Megatron-Core r0.13 builds them (transformer_block.py
+    `get_num_layers_to_build`): an equal share by default; with first/last_stage_layers those
+    stages hold that many and the stages left share the rest, each stage's layers split equally
+    over its chunks; with account_for_embedding/loss_in_pipeline_split the embedding and the loss
+    count as a layer each, taken from the first and last chunk. The workload rules check that
+    the shares are whole (spec/rules.py)."""
+    from simsp.spec.schedules import stage_and_chunk
+
+    p, v = par.pp, par.chunks
+    flags = par.account_for_embedding_in_pipeline_split + par.account_for_loss_in_pipeline_split
+    if not (par.first_stage_layers or par.last_stage_layers):
+        counts = [(layers + flags) // (p * v)] * (p * v)
+        counts[0] -= par.account_for_embedding_in_pipeline_split
+        counts[-1] -= par.account_for_loss_in_pipeline_split
+        return tuple(counts)
+    ends = {0: par.first_stage_layers, p - 1: par.last_stage_layers}
+    fixed = {s: n for s, n in ends.items() if n}
+    left = p - len(fixed)
+    share = (layers - sum(fixed.values())) // left if left else 0
+    stage = [fixed.get(s, share) for s in range(p)]
+    return tuple(stage[stage_and_chunk(p, vs, par.placement)[0]] // v for vs in range(p * v))

@@ -1,0 +1,325 @@
+"""The rules that bind a workload's model, batch and parallel plan together, each a (key, value,
+holds, rule) row checked in order; `validate` raises the first broken one as an InputError
+naming the file, the key, the value and the rule."""
+
+import re
+from functools import lru_cache
+
+from simsp.errors import InputError
+from simsp.spec.model import (
+    ATTENTION_KINDS,
+    BIAS_KINDS,
+    MLP_KINDS,
+    NORM_KINDS,
+    POSITION_KINDS,
+    ModelSpec,
+)
+from simsp.spec.parallel import CP_COMM_TYPES, DIMENSIONS, RECOMPUTE_MODES, SCHEDULES
+from simsp.spec.precision import FP8_RECIPES, PRECISIONS
+from simsp.spec.schedules import REGISTRY
+from simsp.spec.workload import CROSS_ENTROPIES, Workload
+
+KERNEL_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
+"""What a kernel column of a FlashAttention table holds (fa2, fa3, cudnn, trace)."""
+
+
+def _rules(w: Workload):
+    """(key, value, holds, rule) for every cross-field rule, in the order they are checked."""
+    m, t, p = w.model, w.training, w.parallel
+    chunks = p.pp * p.chunks
+    yield (
+        "parallel.recompute",
+        p.recompute,
+        p.recompute in RECOMPUTE_MODES,
+        f"must be one of {', '.join(RECOMPUTE_MODES)}",
+    )
+    yield (
+        "parallel.schedule",
+        p.schedule,
+        p.schedule in SCHEDULES,
+        f"must be one of {', '.join(SCHEDULES)}",
+    )
+    yield from _model_choices(m)
+    yield (
+        "training.precision",
+        t.precision,
+        t.precision in PRECISIONS,
+        f"must be one of {', '.join(PRECISIONS)}",
+    )
+    yield (
+        "training.fp8_recipe",
+        t.fp8_recipe,
+        t.fp8_recipe in FP8_RECIPES,
+        f"must be one of {', '.join(FP8_RECIPES)}",
+    )
+    yield (
+        "training.fp8_param_gather",
+        t.fp8_param_gather,
+        not t.fp8_param_gather or t.precision == "fp8",
+        "needs training.precision fp8 (Megatron-LM: --fp8-param-gather requires --fp8-format)",
+    )
+    yield (
+        "training.cross_entropy",
+        t.cross_entropy,
+        t.cross_entropy in CROSS_ENTROPIES,
+        f"must be one of {', '.join(CROSS_ENTROPIES)}",
+    )
+    yield (
+        "training.attention_kernel",
+        t.attention_kernel,
+        not t.attention_kernel or bool(KERNEL_NAME.fullmatch(t.attention_kernel)),
+        "must be a kernel name of the hardware's flash_attention table (fa2, fa3, cudnn, ...)",
+    )
+    yield (
+        "training.attention_kernel",
+        t.attention_kernel,
+        not t.attention_kernel or m.attention == "flash",
+        f"names a fused-attention kernel, which model.attention {m.attention} does not run",
+    )
+    yield (
+        "model.heads",
+        m.heads,
+        m.head_dim or m.hidden % m.heads == 0,
+        f"must divide hidden ({m.hidden}) unless head_dim is set",
+    )
+    yield (
+        "model.kv_heads",
+        m.kv_heads,
+        m.heads % m.groups == 0,
+        f"must divide model.heads ({m.heads})",
+    )
+    yield "model.dropout", m.dropout, 0 <= m.dropout < 1, "must be a rate in [0, 1)"
+    yield "parallel.tp", p.tp, m.heads % p.tp == 0, f"must divide model.heads ({m.heads})"
+    yield (
+        "parallel.tp",
+        p.tp,
+        m.groups % p.tp == 0,
+        f"must divide the key/value heads ({m.groups}), as Megatron-Core requires",
+    )
+    yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
+    yield from _context_rules(w)
+    yield from _fsdp_rules(w)
+    yield from _optimizer_rules(w)
+    yield (
+        "parallel.sequence_parallel",
+        p.sequence_parallel,
+        not p.sequence_parallel or m.seq_len % (p.tp * p.cp) == 0,
+        f"needs tp x cp ({p.tp} x {p.cp}) to divide seq_len ({m.seq_len})",
+    )
+    yield (
+        "parallel.tp_comm_overlap",
+        p.tp_comm_overlap,
+        not p.tp_comm_overlap or p.tp == 1 or p.sequence_parallel,
+        "needs sequence_parallel when tp > 1 (Megatron-LM arguments.py: TP comm/GEMM overlap "
+        "happens only with sequence parallelism)",
+    )
+    yield (
+        "parallel.virtual_stages",
+        p.virtual_stages,
+        p.virtual_stages == 1
+        or (p.schedule in REGISTRY and REGISTRY[p.schedule].chunks in (None, p.virtual_stages)),
+        "must be 1 unless schedule is interleaved or zb-h1 (2 is allowed for zbv and dualpipev)",
+    )
+    if p.uneven:
+        yield from _split_rules(w)
+    else:
+        yield (
+            "model.layers",
+            m.layers,
+            m.layers % chunks == 0,
+            f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks",
+        )
+    yield (
+        "training.global_batch",
+        t.global_batch,
+        t.global_batch % (t.micro_batch * p.dp) == 0,
+        f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})",
+    )
+    if p.schedule in REGISTRY:
+        broken = REGISTRY[p.schedule].needs(p.pp, w.microbatches, p.chunks)
+        if broken is not None:  # the schedule's own rule (simsp/sim/schedule/), with its key
+            key, rule = broken
+            section, name = key.split(".")
+            yield key, getattr(getattr(w, section), name), False, rule
+    yield (
+        "parallel.recompute_num_layers",
+        p.recompute_num_layers,
+        p.recompute_num_layers == 0 or p.recompute == "full",
+        "needs recompute: full (Megatron's --recompute-method block)",
+    )
+    if p.recompute_per_stage:
+        yield from _per_stage_rules(w)
+
+
+def _context_rules(w: Workload):
+    """(key, value, holds, rule) for context parallelism and the rank order."""
+    m, p = w.model, w.parallel
+    dims = p.order.split("-")
+    yield (
+        "parallel.order",
+        p.order,
+        sorted(dims) == sorted(DIMENSIONS),
+        f"must name each of {', '.join(DIMENSIONS)} once, joined by '-'",
+    )
+    yield (
+        "parallel.cp_comm_type",
+        p.cp_comm_type,
+        p.cp_comm_type in CP_COMM_TYPES,
+        f"must be one of {', '.join(CP_COMM_TYPES)}",
+    )
+    if p.cp == 1:
+        return
+    yield (
+        "parallel.cp",
+        p.cp,
+        m.seq_len % (2 * p.cp) == 0,
+        f"needs 2 x cp ({2 * p.cp}) to divide seq_len ({m.seq_len}): each rank holds two "
+        "chunks of the causal load balancing",
+    )
+    yield (
+        "parallel.cp",
+        p.cp,
+        m.attention == "flash",
+        "needs model.attention: flash (Megatron-Core runs context parallelism only inside "
+        "Transformer Engine's fused attention)",
+    )
+    yield (
+        "parallel.cp_comm_type",
+        p.cp_comm_type,
+        p.cp_comm_type != "a2a" or (m.groups // p.tp) % p.cp == 0,
+        f"a2a needs cp ({p.cp}) to divide the key/value heads of a TP rank ({m.groups // p.tp})",
+    )
+
+
+def _optimizer_rules(w: Workload):
+    """(key, value, holds, rule) for how the optimizer stores its master weights."""
+    p, t = w.parallel, w.training
+    yield (
+        "parallel.store_param_remainders",
+        p.store_param_remainders,
+        not p.store_param_remainders or p.distributed_optimizer,
+        "needs distributed_optimizer (Apex's DistributedFusedAdam and Megatron-Core's "
+        "precision-aware optimizer keep remainders of their own master shards)",
+    )
+    yield (
+        "parallel.store_param_remainders",
+        p.store_param_remainders,
+        not (p.store_param_remainders and t.fp8_param_gather),
+        "cannot be combined with training.fp8_param_gather: a remainder completes a bf16 "
+        "weight, and FP8 primary weights keep full fp32 masters (NeMo sets store_params)",
+    )
+
+
+def _fsdp_rules(w: Workload):
+    """(key, value, holds, rule) for fully sharded data parallelism."""
+    p = w.parallel
+    ranks = p.dp * p.cp
+    yield (
+        "parallel.cached_dummy_wgrads",
+        p.cached_dummy_wgrads,
+        not (p.cached_dummy_wgrads and p.fsdp),
+        "cannot be combined with fsdp: the dummies stand in for gradients fused into "
+        "Megatron's main_grad, which FSDP's sharded gradients are not",
+    )
+    yield (
+        "parallel.fsdp",
+        p.fsdp,
+        not (p.fsdp and p.distributed_optimizer),
+        "cannot be combined with distributed_optimizer (FSDP shards the optimizer itself)",
+    )
+    yield (
+        "parallel.fsdp_shard",
+        p.fsdp_shard,
+        p.fsdp_shard == 0 or (p.fsdp and ranks % p.fsdp_shard == 0),
+        f"needs fsdp and must divide dp x cp ({p.dp} x {p.cp})",
+    )
+
+
+def _split_rules(w: Workload):
+    """(key, value, holds, rule) for uneven pipeline stages, as Megatron-Core r0.13's
+    TransformerConfig.__post_init__ checks them."""
+    m, p = w.model, w.parallel
+    first, last, v = p.first_stage_layers, p.last_stage_layers, p.chunks
+    accounted = p.account_for_embedding_in_pipeline_split or p.account_for_loss_in_pipeline_split
+    if accounted:
+        key = "parallel.account_for_embedding_in_pipeline_split"
+        yield key, True, not (first or last), "cannot be combined with first/last_stage_layers"
+        slots = m.layers + p.account_for_embedding_in_pipeline_split
+        slots += p.account_for_loss_in_pipeline_split
+        yield (
+            "model.layers",
+            m.layers,
+            slots % (p.pp * v) == 0 and slots // (p.pp * v) >= 2,
+            f"with the embedding and loss counted ({slots} layer slots) must divide into "
+            f"pp x virtual_stages ({p.pp} x {v}) equal chunks of two or more",
+        )
+        return
+    for key, n in (("first_stage_layers", first), ("last_stage_layers", last)):
+        yield (
+            f"parallel.{key}",
+            n,
+            n >= 0 and n % v == 0 and (n == 0 or p.pp > 1),
+            f"must be a multiple of the chunks a stage holds ({v}), with pp > 1",
+        )
+    left = p.pp - bool(first) - bool(last)
+    rest = m.layers - first - last
+    yield (
+        "model.layers",
+        m.layers,
+        (rest == 0 if left == 0 else rest > 0 and rest % (left * v) == 0),
+        f"less first/last_stage_layers ({rest}) must divide into the other {left} stages x "
+        f"{v} chunks equally",
+    )
+
+
+def _per_stage_rules(w: Workload):
+    """(key, value, holds, rule) for recompute_per_stage: pp counts within a chunk's layers."""
+    p, key = w.parallel, "parallel.recompute_per_stage"
+    items = p.recompute_per_stage.split(",")
+    ints = all(x.strip().isdecimal() and x.strip().isascii() for x in items)
+    yield key, p.recompute_per_stage, p.recompute == "full", "needs recompute: full"
+    yield (
+        key,
+        p.recompute_per_stage,
+        ints and len(items) == p.pp,
+        f"must list pp ({p.pp}) whole numbers, comma-separated",
+    )
+    yield (
+        key,
+        p.recompute_per_stage,
+        max(int(x) for x in items) <= w.layers_per_chunk,
+        f"each must be at most the layers of a chunk ({w.layers_per_chunk})",
+    )
+
+
+@lru_cache(maxsize=256)
+def _model_choices(m: ModelSpec) -> tuple:
+    """(key, value, holds, rule) for the model's named choices (cached: a sweep checks one model
+    many times)."""
+    return tuple(_model_choice_rules(m))
+
+
+def _model_choice_rules(m: ModelSpec):
+    for key, kinds in (
+        ("mlp", MLP_KINDS),
+        ("norm", NORM_KINDS),
+        ("position", POSITION_KINDS),
+        ("attention", ATTENTION_KINDS),
+        ("bias", BIAS_KINDS),
+    ):
+        value = getattr(m, key)
+        names = ", ".join(str(k).lower() for k in kinds)
+        yield (
+            f"model.{key}",
+            value,
+            any(value is k or (isinstance(k, str) and value == k) for k in kinds),
+            f"must be one of {names}",
+        )
+
+
+def validate(w: Workload, source: str) -> Workload:
+    """Raise InputError naming source, key, value and rule for the first broken rule."""
+    for key, value, holds, rule in _rules(w):
+        if not holds:
+            raise InputError(source, key, value, rule)
+    return w

@@ -1,0 +1,96 @@
+"""One training run: model, batch and parallel plan (the rules binding them: spec/rules.py)."""
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from simsp.spec.model import (
+    ModelSpec,
+)
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.precision import FP8_RECIPES, PRECISIONS, Numerics
+
+CROSS_ENTROPIES = ("unfused", "native", "te")
+"""The loss kernels a run may name (model/blocks/loss.py prices each; a test holds the two
+lists equal)."""
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """Batch sizes of one iteration."""
+
+    global_batch: int
+    """Sequences per iteration over all replicas (the paper's B in Eq. 7)."""
+    micro_batch: int
+    """Sequences per microbatch b."""
+    precision: str = field(default="bf16", metadata={"choices": PRECISIONS})
+    """Linear-layer GEMM precision: bf16, or fp8 as Transformer Engine runs it (spec/precision.py);
+    attention, norms and the output layer stay 16-bit."""
+    fp8_recipe: str = field(default="delayed", metadata={"choices": FP8_RECIPES})
+    """Transformer Engine's FP8 scaling recipe under precision fp8: delayed, current (per-tensor
+    current scaling), mxfp8 (Blackwell's 32-element blocks) or blockwise (1x128 / 128x128
+    blocks)."""
+
+    attention_kernel: str = ""
+    """Fused-attention kernel the framework runs, a `kernel` of the hardware's flash_attention
+    table (fa2, fa3, cudnn, ...); empty means the hardware file's calibration.attention_kernel
+    (what Transformer Engine picks there)."""
+
+    fp8_param_gather: bool = False
+    """FP8 primary weights (Megatron-LM --fp8-param-gather, Transformer Engine fp8_model_init):
+    the linear weights live in FP8, without their BF16 copy, and the distributed optimizer
+    all-gathers them in FP8; needs precision fp8."""
+
+    cross_entropy: str = field(default="unfused", metadata={"choices": CROSS_ENTROPIES})
+    """The loss kernel over the vocabulary shard (simsp/model/blocks/loss.py): unfused (Megatron's
+    default, one torch op a step), native (--cross-entropy-loss-fusion) or te
+    (--cross-entropy-fusion-impl te, Transformer Engine's Triton kernel)."""
+
+    @cached_property
+    def numerics(self) -> Numerics:
+        """The precision and kernels as the layer and memory models read them."""
+        return Numerics(
+            self.precision, self.fp8_recipe, self.attention_kernel, self.fp8_param_gather
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model, its batch and its parallel plan, validated together."""
+
+    name: str
+    model: ModelSpec
+    training: TrainingSpec
+    parallel: ParallelSpec
+
+    @property
+    def microbatches(self) -> int:
+        """Microbatches each pipeline runs per iteration: B / (b x d)."""
+        return self.training.global_batch // (self.training.micro_batch * self.parallel.dp)
+
+    @property
+    def chunk_layers(self) -> tuple[int, ...]:
+        """Transformer layers of each virtual stage (model chunk), first to last."""
+        return self.parallel.chunk_layers(self.model.layers)
+
+    def stage_layers(self, stage: int) -> int:
+        """Transformer layers on one pipeline stage, all its chunks together."""
+        return self.parallel.stage_layers(self.model.layers, stage)
+
+    @property
+    def recomputed_layers(self) -> int | None:
+        """Layers of the whole model whose forward re-runs under recompute full (None: all)."""
+        from simsp.spec.schedules import stage_and_chunk
+
+        p = self.parallel
+        if p.recompute != "full" or not (p.recompute_num_layers or p.recompute_per_stage):
+            return None
+        return sum(
+            p.recomputed_layers(n, stage_and_chunk(p.pp, vs, p.placement)[0])
+            for vs, n in enumerate(self.chunk_layers)
+        )
+
+    @property
+    def layers_per_chunk(self) -> int:
+        """Transformer layers in a middle model chunk (every chunk, unless parallel.uneven)."""
+        counts = self.chunk_layers
+        return counts[min(1, len(counts) - 1)] if self.parallel.uneven else counts[0]

@@ -1,0 +1,44 @@
+"""A sweep in words: the best K rows that fit, as a table, and what the sweep did."""
+
+from simsp.sweep.rows import on_off, peak_gib, ranked
+from simsp.sweep.runner import Outcome
+
+
+def best(rows: list[dict], k: int) -> list[dict]:
+    """The k rows that fit with the highest throughput, i.e. the fastest where the global batch is
+    fixed (ties by key, so the order is deterministic)."""
+    return ranked(rows)[:k]
+
+
+def table(rows: list[dict]) -> str:
+    """Rows as a readable table."""
+    width = max([16, *(len(r["hardware"]) for r in rows)])
+    head = (
+        f"{'hardware':{width}s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} "
+        f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'bubble s':>8s} "
+        f"{'tokens/s':>9s} {'MFU':>6s} "
+        f"{'peak GiB':>8s} {'fits':>4s} tier"
+    )
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"{r['hardware']:{width}s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
+            f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
+            f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
+            f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
+            f"{float(r['tokens_per_s']):9,.0f} "
+            f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
+            f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
+        )
+    return "\n".join(lines)
+
+
+def summary(o: Outcome) -> str:
+    """What the sweep did, in one line."""
+    c = o.counts
+    return (
+        f"{c.configs} configurations ({c.grid_points} grid points: {c.invalid} invalid, "
+        f"{c.duplicates} duplicates, {c.fallback} interleaved -> 1f1b"
+        f"{f', {c.too_big} over --max-actions' if c.too_big else ''}); {o.resumed} from an "
+        f"earlier run, {o.simulated} simulated, {o.screened} closed-form only; {o.wall_s:.1f} s"
+    )

@@ -1,0 +1,297 @@
+"""The validation in words and files: the readable tables, the --json object, and --out's
+per-case CSV and scatter page."""
+
+import csv
+import io
+from pathlib import Path
+
+from simsp.errors import InputError
+from simsp.spec.knobs import KNOBS, values_of
+from simsp.textfile import write_text
+from simsp.units import GIB
+from simsp.validate.cases import GAP_REPORTED
+from simsp.validate.fp8_pairs import PAIRS_SET
+from simsp.validate.metrics import grouped, of_set, worst
+from simsp.validate.runner import Validation
+from simsp.validate.scatter import scatter_html
+from simsp.validate.spread import KEYS, group_labels, repeat_groups, same_input
+
+
+def _fmt_time(s: float) -> str:
+    return f"{s * 1e3:9.2f} ms" if s < 1 else f"{s:9.3f} s "
+
+
+def _worst_table(name: str, rs: list) -> list[str]:
+    """One set's five worst cases, a line each under a heading."""
+    return _results(f"{name}: five worst cases", worst(rs), "reference", naive=False)
+
+
+def _results(title: str, rs: list, reference: str, naive: bool) -> list[str]:
+    """A heading, then a line a case: reference and simsp times, error (and the naive
+    baseline's error), description."""
+    width = max(12, *(len(r.case.name) for r in rs))
+    extra = f" {'naive':>7s}" if naive else ""
+    lines = [
+        "",
+        title,
+        f"  {'case':{width}s} {reference:>12s} {'simsp':>12s} {'error':>7s}{extra}  description",
+    ]
+    for r in rs:
+        naive_err = f" {r.naive_error:+7.1%}" if naive else ""
+        lines.append(
+            f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
+            f"{r.error:+7.1%}{naive_err}  {r.case.description}"
+        )
+    return lines
+
+
+def _gaps(rs: list) -> list[str]:
+    """Every case beyond GAP_REPORTED, with the written reason (or the lack of one)."""
+    return [
+        f"  beyond {GAP_REPORTED:.0%}: {r.case.name} {r.error:+.1%}: "
+        + (r.case.known_gap or "NO WRITTEN REASON")
+        for r in rs
+        if abs(r.error) > GAP_REPORTED
+    ]
+
+
+def _case_table(name: str, rs: list) -> list[str]:
+    """Every case of a set with a naive baseline: measured, simsp, error, naive error."""
+    title = f"{name}: every case (naive = model FLOPs / (0.5 x 16-bit peak x GPUs))"
+    return _results(title, rs, "measured", naive=True)
+
+
+def _speedup_table(speedup: dict) -> list[str]:
+    """Each pair's FP8 speedup, measured and simulated, and the error of the ratio."""
+    rows = speedup["pairs"]
+    width = max(12, *(len(r["pair"]) for r in rows)) if rows else 12
+    lines = [
+        "",
+        f"{PAIRS_SET}: FP8 speedup t(BF16) / t(FP8), {speedup['n']} pairs: ratio MAPE "
+        + (f"{speedup['mape']:.1%}, bias {speedup['bias']:+.1%}" if rows else "-"),
+        f"  {'pair':{width}s} {'measured':>8s} {'simsp':>7s} {'error':>7s} {'bf16 err':>8s} "
+        f"{'fp8 err':>8s}",
+    ]
+    for r in rows:
+        lines.append(
+            f"  {r['pair']:{width}s} {r['measured_speedup']:8.3f} {r['simsp_speedup']:7.3f} "
+            f"{r['error']:+7.1%} {r['bf16_error']:+8.1%} {r['fp8_error']:+8.1%}"
+        )
+    return lines
+
+
+REPEAT_TITLES = {
+    "repeats": "the same simsp input measured more than once (a floor for any simulator)",
+    "release_repeats": (
+        "the same published configuration in several releases, their recipe defaults differing "
+        "(a floor for a predictor blind to the release; simsp sees each release's defaults)"
+    ),
+}
+
+
+def _times(ts) -> str:
+    return " ".join(f"{t:.3f}" for t in ts) + " s"
+
+
+def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
+    """One line a repeated group (spread, simsp, measured times, configuration) under the
+    floor's MAPE and bias beside simsp's on the same cases; nothing where there is no repeat.
+    release_repeats lists only the groups whose release defaults do differ."""
+    groups = repeat_groups(rs, *KEYS[json_key])
+    if json_key == "release_repeats":
+        strict = {g.case_ids for g in repeat_groups(rs, same_input)}
+        groups = [g for g in groups if g.case_ids not in strict]
+    if not groups:
+        return []
+    lines = [
+        "",
+        f"{name}: {REPEAT_TITLES[json_key]}",
+        f"  {m['groups']} group{'s' if m['groups'] != 1 else ''}, {m['cases']} cases: "
+        "repeat floor (each group's geometric mean) "
+        f"MAPE {m['floor_mape']:.1%}, bias {m['floor_bias']:+.1%} (least possible MAPE "
+        f"{m['floor_least_mape']:.1%}); simsp on the same cases MAPE {m['simsp_mape']:.1%}, "
+        f"bias {m['simsp_bias']:+.1%}",
+    ]
+    if json_key == "release_repeats":
+        lines.append(f"  groups whose release defaults differ ({len(groups)}):")
+    rows = [
+        (g, _times(sorted(set(g.predicted_s), key=g.predicted_s.index)), _times(g.measured_s))
+        for g in groups
+    ]
+    ws = max(5, *(len(r[1]) for r in rows))
+    wm = max(8, *(len(r[2]) for r in rows))
+    lines.append(
+        f"  {'group':5s} {'spread':>6s}  {'simsp':{ws}s}  {'measured':{wm}s}  configuration"
+    )
+    for g, simsp, measured in rows:
+        lines.append(
+            f"  {g.label:5s} {g.spread:6.1%}  {simsp:{ws}s}  {measured:{wm}s}  {g.description}"
+        )
+    return lines
+
+
+def _memory_lines(name: str, rs: list, entry: dict) -> list[str]:
+    """Whether simsp's HBM peak lets every measured run of a set fit (they did, having run),
+    and, where the peaks were measured, how near simsp's come to them."""
+    runs = sum(1 for r in rs if r.capacity_bytes)
+    if not runs:
+        return []
+    over = entry["over_hbm"]
+    head = f"  {name}: HBM, simsp's peak within the GPU for {runs - len(over)} of {runs} runs"
+    lines = [head + (", over it for (they ran):" if over else "")] + [
+        f"    {o['case']}: {o['peak_gib']:.1f} of {o['capacity_gib']:.0f} GiB" for o in over
+    ]
+    if "memory" in entry:
+        m = entry["memory"]
+        lines.append(
+            f"  {name}: HBM peak against the measured max_memory_allocated of {m['n']} runs: "
+            f"MAPE {m['mape']:.1%}, bias {m['bias']:+.1%}, max |err| {m['max_abs_error']:.1%}"
+        )
+    return lines
+
+
+def _peer_lines(name: str, entry: dict) -> list[str]:
+    """The published peer simulator's time metrics on the same cases, beside simsp's."""
+    if "peer" not in entry:
+        return []
+    m = entry["peer"]
+    return [
+        f"  {name}: the source's own simulator on the same {m['n']} runs: MAPE {m['mape']:.1%}, "
+        f"bias {m['bias']:+.1%}, max |err| {m['max_abs_error']:.1%} (simsp: MAPE "
+        f"{entry['mape']:.1%}, bias {entry['bias']:+.1%})"
+    ]
+
+
+def _metrics_line(label: str, m: dict, skipped: str) -> str:
+    if not m["n"]:
+        return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
+    naive = f" {m['naive_mape']:10.1%} {m['naive_bias']:+10.1%}" if "naive_mape" in m else ""
+    return (
+        f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} "
+        f"{m['bias']:+7.1%}{naive}"
+    )
+
+
+def _by_table(name: str, rs: list, by: str) -> list[str]:
+    """One set's metrics for each value of the setting `by`."""
+    return ["", f"{name} by {by}:"] + [
+        _metrics_line(f"  {by}={value}", m, "") for value, m in grouped(rs, by).items()
+    ]
+
+
+def table(v: Validation, by: str | None = None) -> str:
+    """Readable per-set tables: the metrics (by a setting if asked), then the five worst cases."""
+    summary = v.summary()["sets"]
+    lines = [
+        f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"
+        f" {'naive MAPE':>10s} {'naive bias':>10s}"
+    ]
+    lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
+    lines += [f"  {name}: reference {summary[name]['reference']}" for name in v.sets]
+    for name in v.sets:
+        rs = of_set(v.results, name)
+        if rs and by:
+            lines += _by_table(name, rs, by)
+        with_baseline = bool(rs) and bool(rs[0].case.baseline_s)
+        if with_baseline:
+            lines += _case_table(name, rs)
+        if rs:
+            lines += _worst_table(name, rs)
+            lines += _gaps(rs)
+            lines += _memory_lines(name, rs, summary[name])
+            lines += _peer_lines(name, summary[name])
+        if name == PAIRS_SET and rs:
+            lines += _speedup_table(summary[name]["speedup"])
+        if with_baseline or name == PAIRS_SET:
+            lines += [f"  skipped {s.name}: {s.reason}" for s in v.skipped if s.set == name]
+        for json_key in KEYS:
+            lines += _repeats_table(name, rs, json_key, summary[name][json_key])
+    lines.append(f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s")
+    return "\n".join(lines)
+
+
+CSV_FIELDS = (
+    "set",
+    "case",
+    "quantity",
+    "measured_s",
+    "predicted_s",
+    "error",
+    *(k.name for k in KNOBS),
+    "hardware",
+    "description",
+    "naive_s",
+    "notes",
+    "repeat_group",
+    "release_group",
+    "peak_gib",
+    "capacity_gib",
+    "framework",
+    "measured_peak_gib",
+    "peer_s",
+)
+"""cases.csv's columns; repeat_group / release_group name the case's group of the same input /
+the same published configuration (spread.py) within its set, empty where it has no repeat;
+peak_gib / capacity_gib are simsp's HBM peak of the fullest GPU and its HBM (iteration cases);
+framework the release that ran the measurement, where the source names it; measured_peak_gib
+the run's measured HBM peak and peer_s a published peer simulator's seconds, where the source
+gives them."""
+
+
+def case_rows(v: Validation) -> list[dict]:
+    """One dict per case for the per-case CSV: the figures, then every knob of its workload."""
+    repeat = group_labels(v.results, "repeats")
+    release = group_labels(v.results, "release_repeats")
+    rows = []
+    for r in v.results:
+        c = r.case
+        rows.append(
+            {
+                "set": c.set,
+                "case": c.name,
+                "quantity": c.quantity,
+                "measured_s": f"{c.measured_s:.6g}",
+                "predicted_s": f"{r.predicted_s:.6g}",
+                "error": f"{r.error:.5f}",
+                **values_of(c.workload),
+                "hardware": Path(c.hardware).stem,
+                "description": c.description,
+                "naive_s": f"{c.baseline_s:.6g}" if c.baseline_s else "",
+                "notes": c.notes,
+                "repeat_group": repeat.get((c.set, c.name), ""),
+                "release_group": release.get((c.set, c.name), ""),
+                "peak_gib": f"{r.peak_bytes / GIB:.4g}" if r.capacity_bytes else "",
+                "capacity_gib": f"{r.capacity_bytes / GIB:.4g}" if r.capacity_bytes else "",
+                "framework": c.framework,
+                "measured_peak_gib": (
+                    f"{c.measured_peak_bytes / GIB:.4g}" if c.measured_peak_bytes else ""
+                ),
+                "peer_s": f"{c.peer_s:.6g}" if c.peer_s else "",
+            }
+        )
+    return rows
+
+
+def write_outputs(v: Validation, out_dir) -> list[Path]:
+    """cases.csv (one row a case) and scatter.html in out_dir."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        csv_path, html_path = out / "cases.csv", out / "scatter.html"
+        html = scatter_html(v)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(case_rows(v))
+        write_text(csv_path, buf.getvalue())  # each whole, or the old file kept
+        write_text(html_path, html)
+    except OSError as e:
+        raise InputError(
+            out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})"
+        ) from None
+    return [csv_path, html_path]
+
+
+def json_summary(v: Validation, by: str | None = None) -> dict:
+    """The --json object: {"sets": {NAME: {n, mape, max_abs_error, bias, skipped, worst[, by]}}}."""
+    return v.summary(by)
