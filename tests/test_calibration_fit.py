@@ -1,5 +1,5 @@
 """`simsp calibrate --runs`: a user's measured runs -> fitted physical parameters, with the
-held-out error beside the in-sample and uncalibrated ones (calibration/runs.py, fit.py).
+held-out error beside the in-sample and uncalibrated ones (measure/runs.py, measure/fit.py).
 
 The synthetic runs are simsp's own predictions under known parameter values, so the fit must
 give those values back; the vTrain runs (tests/data/vtrain_multi_runs.csv) are read and

@@ -1,4 +1,5 @@
-"""DESIGN.md's contract: shipped file names, CLI flags and the JSON keys outside checks read."""
+"""The output contract (docs/architecture.md): shipped file names, CLI flags and the JSON keys
+outside checks read."""
 
 import json
 from pathlib import Path
@@ -49,7 +50,7 @@ def test_memory_json_is_the_memory_object_alone(capsys):
 
 
 def test_memory_json_holds_the_parameter_count_run_json_has(capsys):
-    """DESIGN.md's contract: `params` in memory --json too, the same integer as run --json's."""
+    """The output contract: `params` in memory --json too, the same integer as run --json's."""
     workload = str(ROOT / "workloads" / "gpt3-175b.yaml")
     memory = run_json(capsys, "memory", workload, "--json")
     run = run_json(capsys, "run", workload, "--json")

@@ -38,7 +38,7 @@ _PARSER = simsp.cli.main.parser
 
 
 def _parser():
-    """simsp's parser with the profiler's commands, whether or not cli.py registers them yet."""
+    """simsp's parser with the profiler's commands, registered here if cli/main.py has not."""
     top = _PARSER()
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     if "profile" not in sub.choices:

@@ -17,7 +17,8 @@ from simsp.tables import read_nccl_log
 
 def command_line(args) -> str:
     """The command as typed when run as `simsp ...`, else rebuilt from the parsed arguments."""
-    if Path(sys.argv[0]).name in ("simsp", "simsp.exe", "main.py"):
+    typed = Path(sys.argv[0])
+    if typed.name in ("simsp", "simsp.exe") or typed.resolve().parent == Path(__file__).parent:
         return shlex.join(["simsp", *sys.argv[1:]])
     parser = getattr(args, "_parser", None)
     if parser is None:

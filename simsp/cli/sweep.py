@@ -1,5 +1,5 @@
 """The `simsp sweep` and `simsp compare` command lines: argparse registration (`register`, which
-cli.parser() calls), `cmd_sweep` with its best-K table, and stand-alone entry points."""
+cli.main.parser() calls) and `cmd_sweep` (the best-K table is sweep.summary's)."""
 
 import argparse
 import json
@@ -67,7 +67,7 @@ def cmd_sweep(args) -> None:
 
 
 def register(sub) -> None:
-    """Add `sweep` and `compare` to the CLI's subparsers (cli.parser() calls this)."""
+    """Add `sweep` and `compare` to the CLI's subparsers (cli.main.parser() calls this)."""
     from simsp import sweep as package
     from simsp.cli import arguments
 

@@ -30,8 +30,8 @@ parameters fitted to the other folds; the held-out MAPE pools those out-of-fold 
 runs. It stands beside the in-sample MAPE (fitted to all runs) and the uncalibrated MAPE (the
 base file). Everything is deterministic: no random start, no random fold.
 
-This is a user's tool. Cost parameters of the shipped hardware files come from measurements, not
-from fitting iteration times (DESIGN.md); so a fitted file carries `calibration.fitted: true`,
+This is a user's tool. Cost parameters of the shipped hardware files come from measurements,
+never from fitting iteration times; so a fitted file carries `calibration.fitted: true`,
 `simsp validate` refuses to read such a file (validate/runner.py), and `check_out` refuses to
 write one over the base file or over a hardware file of the library.
 """

@@ -161,7 +161,7 @@ def _measured_s(where: str, text: str | None) -> float:
 
 
 def _value(where: str, column: str, text: str, knob):
-    """A cell as its knob's type; the range rules are the workload's own (spec_fields.build)."""
+    """A cell as its knob's type; the range rules are the workload's own (spec.fields.build)."""
     if knob.name == "bias":
         return parse_bias(text)
     if knob.kind is bool:

@@ -11,7 +11,7 @@ from simsp.errors import InputError
 from simsp.io.config import REPO_ROOT
 from simsp.textfile import read_text
 
-ACCURACY_FILE = REPO_ROOT / "simsp" / "validate" / "data" / "accuracy.json"
+ACCURACY_FILE = Path(__file__).resolve().parents[1] / "validate" / "data" / "accuracy.json"
 COMMAND = "python -m simsp validate --accuracy simsp/validate/data/accuracy.json"
 """The command that derives ACCURACY_FILE from this tree's model."""
 SET_ORDER = (

@@ -29,7 +29,7 @@ CHOICES = {
 """Knobs whose value is one of a few names (as typed on the command line or in a grid): the
 `choices` in their field's metadata."""
 SHORT_NAMES = {"sequence_parallel": "sp"}
-"""Knobs whose flag and column the contract spells shorter (DESIGN.md: `--sp | --no-sp`)."""
+"""Knobs whose flag and column the contract spells shorter (`simsp run --sp | --no-sp`)."""
 
 
 @dataclass(frozen=True)
