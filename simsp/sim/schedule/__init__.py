@@ -2,10 +2,11 @@
 pipeline stage runs, in order, and where each chunk sits in the model.
 
 Every schedule is one `Kind` in `spec.schedules.REGISTRY` (its name, placement and rule, which the
-CLI, the sweep grid and validation read) and one builder in `BUILDERS` here; the engine follows
-the dependencies `dependencies` derives from its actions whatever their kind, and memory and the
-closed form walk the same action lists. Adding a schedule is a function returning per-stage
-`Action` lists, its line in `BUILDERS` and its line in `spec.schedules.REGISTRY`.
+CLI, the sweep grid and validation read) and one builder in `BUILDERS` here. The engine, memory
+and the closed form walk the same action lists; `dependencies` states the rule they each apply
+(today only the tests read it: one walk that all three follow is still to come). Adding a
+schedule is a function returning per-stage `Action` lists, its line in `BUILDERS` and its line
+in `spec.schedules.REGISTRY`.
 
 Placement (``loop`` or ``v``): spec.schedules.
 """
