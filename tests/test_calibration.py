@@ -1,7 +1,7 @@
 """Tests of simsp.tables: nccl-tests logs and GEMM tables in and out, and their lookups.
 
-Data come from the repository (hardware/calibration/dgx-a100-80gb); only the reproduction test
-reads ../shared/data, and skips when it is absent.
+Data come from the repository: hardware/calibration/dgx-a100-80gb, and for the reproduction test
+the upstream files under hardware/calibration/sources.
 """
 
 import importlib.util
@@ -28,7 +28,7 @@ from simsp.tables import (
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration" / "dgx-a100-80gb"
-SHARED = REPO.parent / "shared" / "data"
+SHARED = REPO / "hardware" / "calibration" / "sources"
 NCCL_FILES = sorted((CAL / "nvlink").iterdir()) + sorted((CAL / "infiniband").iterdir())
 MIB = 1024**2
 
@@ -404,7 +404,6 @@ def test_bad_gemm_input_raises_input_error(text, tmp_path):
 # ---------------------------------------------------------------- reproduction
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent")
 def test_derive_script_reproduces_calibration_files(tmp_path):
     script = REPO / "hardware" / "calibration" / "derive_dgx_a100_80gb.py"
     spec = importlib.util.spec_from_file_location("derive_dgx_a100_80gb", script)

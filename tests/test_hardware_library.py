@@ -17,7 +17,7 @@ from simsp.tables import BUSBW_FACTORS, read_nccl_log
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"
-SHARED = REPO.parent / "shared" / "data"
+SHARED = REPO / "hardware" / "calibration" / "sources"
 HARDWARE = sorted((REPO / "hardware").glob("*.yaml"))
 LIBRARY = ("dgx-a100-40gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "vtrain-a100")
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
@@ -25,7 +25,7 @@ MSG = 64 * MIB
 
 # (machine, table, size, published busbw GB/s, per: divide busbw by this before comparing)
 # Figures from ../shared/reference/hardware-and-calibration.md (section in the comment) or the
-# Echo logs in ../shared/data (vtrain-a100: half of Echo's busbw at its largest size).
+# Echo logs in hardware/calibration/sources (vtrain-a100: half of Echo's busbw at its largest size).
 PUBLISHED = [
     ("dgx-h100", "nvlink/all_reduce_8.log", 64 * MIB, 361.78, 1),  # §3.2 Azure H100
     ("dgx-h100", "nvlink/all_reduce_8.log", GIB, 466.35, 1),
@@ -180,7 +180,6 @@ def _strip_kept_section(text: str, marker: str) -> str:
     return text[: text.index(marker)] if marker in text else text
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is absent")
 def test_derive_library_reproduces_files(tmp_path):
     spec = importlib.util.spec_from_file_location("derive_library", CAL / "derive_library.py")
     module = importlib.util.module_from_spec(spec)

@@ -20,17 +20,14 @@ from simsp.cli.validate import register
 from simsp.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-VTRAIN = SHARED / "data" / "vtrain"
-needs_shared = pytest.mark.skipif(
-    not (VTRAIN / "ground_truth_single.csv").exists(), reason="../shared/data/vtrain not present"
-)
+SOURCES = V.DATA_DIR / "sources"
+"""The upstream files, verbatim (sources/README.md), laid out as the shared data folder."""
+VTRAIN = SOURCES / "vtrain"
 
 
 # ------------------------------------------------------------------ derived data
 
 
-@needs_shared
 @pytest.mark.parametrize("kind", ["single", "multi"])
 def test_derived_rows_match_the_shared_csv_row_for_row(kind):
     shared = V.read_shared_csv(VTRAIN / f"ground_truth_{kind}.csv")
@@ -40,9 +37,8 @@ def test_derived_rows_match_the_shared_csv_row_for_row(kind):
         assert {V.VTRAIN_COLUMNS[k]: v for k, v in s.items()} == d
 
 
-@needs_shared
 def test_shipped_files_are_what_derive_vtrain_writes(tmp_path):
-    written = V.derive_vtrain(SHARED, tmp_path)
+    written = V.derive_vtrain(SOURCES, tmp_path)
     assert sorted(p.name for p in written) == [
         "vtrain_LICENSE",
         "vtrain_multi.csv",
@@ -50,8 +46,8 @@ def test_shipped_files_are_what_derive_vtrain_writes(tmp_path):
     ]
     for p in written:
         assert p.read_bytes() == (V.DATA_DIR / p.name).read_bytes(), p.name
-    # the data folder or the vtrain folder itself are accepted too
-    again = V.derive_vtrain(SHARED / "data", tmp_path / "b")
+    # the vtrain folder itself is accepted too
+    again = V.derive_vtrain(VTRAIN, tmp_path / "b")
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]
 
 

@@ -3,12 +3,17 @@ the checks behind relabelling `vtrain-single` as a peer-simulator comparison."""
 
 from pathlib import Path
 
-import pytest
-
 from simsp import validate as V
 from simsp.validate import peer
 
-LUTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "vtrain" / "trace-a100"
+LUTS = (
+    Path(__file__).resolve().parents[1]
+    / "hardware"
+    / "calibration"
+    / "sources"
+    / "vtrain"
+    / "trace-a100"
+)
 
 
 def _single():
@@ -37,7 +42,6 @@ def test_measurement_noise_would_break_the_affine_check():
     assert peer.affine_residual_ms(rows, "microbatches")["worst_ms"] > 0.1
 
 
-@pytest.mark.skipif(not LUTS.exists(), reason="../shared/data/vtrain/trace-a100 not present")
 def test_the_dp_term_is_vtrains_own_allreduce_lookup():
     dp = peer.dp_term_residual_ms(_single(), LUTS)
     print(f"\nt(dp) - t(dp 1) vs vTrain's LUT: {dp}")

@@ -4,7 +4,8 @@ Usage (from the repository root):
 
     python hardware/calibration/derive_dgx_a100_80gb.py [DATA_DIR] [--out OUT_DIR] [--date YYYY-MM-DD]
 
-DATA_DIR defaults to ../shared/data (relative to the repository root); OUT_DIR to
+DATA_DIR defaults to hardware/calibration/sources (the upstream files, verbatim, with their
+licences; copied from the project's shared data folder, whose layout it keeps); OUT_DIR to
 hardware/calibration/dgx-a100-80gb. Writes:
 
 * nvlink/AR_GPU{2..8}_1M_1024M_LUT - vTrain in-node all_reduce LUTs, thinned to 1..8 MiB and
@@ -154,8 +155,9 @@ def derive(data: Path, out: Path, date: str) -> list[Path]:
 def main(argv=None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", default=str(REPO / ".." / "shared" / "data"),
-                        help="shared measured-data folder (default: ../shared/data from the repo root)")
+    parser.add_argument("data", nargs="?", default=str(REPO / "hardware" / "calibration" / "sources"),
+                        help="measured-data folder (default: hardware/calibration/sources, the "
+                        "upstream files copied verbatim)")
     parser.add_argument("--out", default=str(OUT_DEFAULT), help="output folder")
     parser.add_argument("--date", default=datetime.date.today().isoformat(), help="date recorded in the files")
     args = parser.parse_args(argv)

@@ -4,7 +4,8 @@ Usage (from the repository root):
 
     python hardware/calibration/derive_library.py [DATA_DIR] [--out CAL_DIR] [--date YYYY-MM-DD]
 
-DATA_DIR defaults to ../shared/data (only the Echo logs are read from it, for vtrain-a100);
+DATA_DIR defaults to hardware/calibration/sources (only the Echo logs are read from it, for
+vtrain-a100);
 CAL_DIR to hardware/calibration. Every other number is typed in below from
 ../shared/reference/hardware-and-calibration.md ("ref §x", with its [S*] source tags), and every
 table is written in the nccl-tests layout by `simsp.tables.write_nccl_log` (the out-of-place
@@ -451,8 +452,9 @@ def derive(data: Path, out: Path, date: str) -> list[Path]:
 def main(argv=None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", default=str(REPO / ".." / "shared" / "data"),
-                        help="shared measured-data folder (default: ../shared/data from the repo root)")
+    parser.add_argument("data", nargs="?", default=str(REPO / "hardware" / "calibration" / "sources"),
+                        help="measured-data folder (default: hardware/calibration/sources, the "
+                        "upstream files copied verbatim)")
     parser.add_argument("--out", default=str(REPO / "hardware" / "calibration"), help="calibration folder")
     parser.add_argument("--date", default=datetime.date.today().isoformat(), help="date recorded in the READMEs")
     args = parser.parse_args(argv)
