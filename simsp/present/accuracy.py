@@ -14,18 +14,6 @@ from simsp.textfile import read_text
 ACCURACY_FILE = Path(__file__).resolve().parents[1] / "validate" / "data" / "accuracy.json"
 COMMAND = "python -m simsp validate --accuracy simsp/validate/data/accuracy.json"
 """The command that derives ACCURACY_FILE from this tree's model."""
-SET_ORDER = (
-    "paper-table4",
-    "paper-table5",
-    "vtrain-multi",
-    "published-a100",
-    "published-h100",
-    "published-b200",
-    "fp8-pairs",
-    "simumax-b200",
-)
-"""The measured validation sets in the order a line names them (validate.accuracy.MEASURED_SETS;
-a test holds the two equal)."""
 FAMILIES = ("GB200", "B200", "GH200", "H200", "H100", "A100")
 """GPU families, tried in order on a GPU's name (GB200 before B200, GH200 before H200)."""
 BAND = (0.1, 0.9)
@@ -57,7 +45,7 @@ class Accuracy:
     """measured / simsp at BAND[0] (or the least, below BAND_MIN_RUNS runs)."""
     high: float
     sets: tuple[tuple[str, int], ...]
-    """(validation set, runs of the group in it), in SET_ORDER."""
+    """(validation set, runs of the group in it), in the validation's order of its sets."""
     files: tuple[str, ...] = ()
     """A family group's hardware files."""
 
@@ -83,9 +71,11 @@ class Accuracy:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Accuracy":
+    def from_dict(cls, d: dict, measured_sets: tuple[str, ...]) -> "Accuracy":
+        """A group of the document, its sets named in `measured_sets` order (the document's own
+        `measured_sets`, the validation's order)."""
         band, sets = d["measured_over_simsp"], d["sets"]
-        unknown = set(sets) - set(SET_ORDER)
+        unknown = set(sets) - set(measured_sets)
         if unknown:
             raise KeyError(f"sets {sorted(unknown)} are not measured sets")
         return cls(
@@ -97,7 +87,7 @@ class Accuracy:
             d["worst"],
             band["low"],
             band["high"],
-            tuple((s, sets[s]) for s in SET_ORDER if s in sets),
+            tuple((s, sets[s]) for s in measured_sets if s in sets),
             tuple(d.get("files", ())),
         )
 
@@ -131,8 +121,9 @@ def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict]:
     accuracy document."""
     try:
         doc = json.loads(read_text(path))
+        order = tuple(doc["measured_sets"])
         return tuple(
-            {(a.scope, a.precision): a for a in map(Accuracy.from_dict, doc[key])}
+            {(a.scope, a.precision): a for a in (Accuracy.from_dict(d, order) for d in doc[key])}
             for key in ("hardware", "gpus")
         )
     except (ValueError, KeyError, TypeError) as e:

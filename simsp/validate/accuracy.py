@@ -101,6 +101,7 @@ def accuracy_document(results) -> dict:
             f"{BAND[0]:.0%} and {BAND[1]:.0%} quantiles of measured / simsp (min and max below "
             f"{BAND_MIN_RUNS} runs)"
         ),
+        "measured_sets": list(MEASURED_SETS),
         "hardware": [a.to_dict() for a in files],
         "gpus": [a.to_dict() for a in families],
     }
