@@ -11,6 +11,7 @@ import yaml
 from simsp.errors import InputError
 from simsp.io.hf_config import model_fields
 from simsp.io.hf_families import FAMILIES
+from simsp.model.params import total_params
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.rules import validate
@@ -46,7 +47,15 @@ NEMOTRON = {
     "tied_embeddings": False,
 }
 QWEN = {**LLAMA, "bias": "qkv"}
-COMMON = {"head_dim": 0, "dropout": 0.0, "attention": "flash"}
+COMMON = {
+    "head_dim": 0,
+    "dropout": 0.0,
+    "attention": "flash",
+    "qk_norm": "none",
+    "norm_placement": "pre",
+}
+MISTRAL = {**LLAMA, "sliding_window": 4096, "global_every": 0}
+GEMMA = {**LLAMA, "mlp": "geglu", "tied_embeddings": True, "norm_placement": "sandwich"}
 
 # name: (layers, hidden, heads, kv_heads, ffn_hidden, vocab, family traits)
 EXPECTED = {
@@ -56,12 +65,49 @@ EXPECTED = {
     "llama-3.1-8b": (32, 4096, 32, 8, 14336, 128256, LLAMA),
     "llama-3.1-70b": (80, 8192, 64, 8, 28672, 128256, LLAMA),
     "llama-3.1-405b": (126, 16384, 128, 8, 53248, 128256, LLAMA),
-    "mistral-7b": (32, 4096, 32, 8, 14336, 32000, LLAMA),
+    "mistral-7b": (32, 4096, 32, 8, 14336, 32000, MISTRAL),
     "qwen2.5-7b": (28, 3584, 28, 4, 18944, 152064, QWEN),
     "qwen2.5-72b": (80, 8192, 64, 8, 29568, 152064, QWEN),
     "nemotron-4-15b": (32, 6144, 48, 8, 24576, 256000, NEMOTRON),
     "nemotron-4-340b": (96, 18432, 96, 8, 73728, 256000, {**NEMOTRON, "head_dim": 192}),
+    "gemma-2-9b": (
+        42,
+        3584,
+        16,
+        8,
+        14336,
+        256000,
+        {**GEMMA, "head_dim": 256, "sliding_window": 4096, "global_every": 2},
+    ),
+    "gemma-3-4b-text": (
+        34,
+        2560,
+        8,
+        4,
+        10240,
+        262208,
+        {**GEMMA, "head_dim": 256, "qk_norm": "head", "sliding_window": 1024, "global_every": 6},
+    ),
+    "qwen3-8b": (36, 4096, 32, 8, 12288, 151936, {**LLAMA, "head_dim": 128, "qk_norm": "head"}),
+    "olmo-2-7b": (
+        32,
+        4096,
+        32,
+        32,
+        11008,
+        100352,
+        {**LLAMA, "qk_norm": "full", "norm_placement": "post"},
+    ),
 }
+
+PUBLISHED_STACKED = {
+    "gemma-2-9b": 9_241_705_984,
+    "qwen3-8b": 8_190_735_360,
+    "olmo-2-7b": 7_298_617_344,
+}
+"""Counts published to the parameter (the checkpoints' safetensors metadata, cited in
+workloads/models/README.md), for models whose layers have QK norms, post or
+sandwich norms or GeGLU, which hand_count does not spell out."""
 
 PUBLISHED_EXACT = {
     "llama-3.1-8b": 8_030_261_248,
@@ -133,12 +179,19 @@ def test_shipped_config_maps(name):
         **traits,
     }
     spec = ModelSpec(seq_len=4096, **fields)
-    assert spec.ffn == ffn and spec.groups == kv and spec.head_size * heads == hidden
+    assert spec.ffn == ffn and spec.groups == kv
+    assert spec.head_size == (fields["head_dim"] or hidden // heads)
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED_EXACT))
 def test_parameter_count_matches_published(name):
     assert hand_count(model_fields(load(name), name)) == PUBLISHED_EXACT[name]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_STACKED))
+def test_parameter_count_of_newer_layers_matches_published(name):
+    spec = ModelSpec(seq_len=4096, **model_fields(load(name), name))
+    assert total_params(spec) == PUBLISHED_STACKED[name]
 
 
 @pytest.mark.parametrize("name", sorted(DERIVED))
@@ -174,6 +227,8 @@ def test_gpt2_defaults():
         "dropout": 0.1,
         "attention": "flash",
         "tied_embeddings": True,
+        "qk_norm": "none",
+        "norm_placement": "pre",
     }
 
 
@@ -266,7 +321,7 @@ def test_moe_is_refused(config):
         ({"num_hidden_layers": 0}, "num_hidden_layers"),
         ({"hidden_size": "4096"}, "hidden_size"),
         ({"num_key_value_heads": 3}, "num_key_value_heads"),
-        ({"hidden_act": "gelu"}, "hidden_act"),
+        ({"hidden_act": "relu"}, "hidden_act"),
         ({"attention_bias": True}, "attention_bias"),
         ({"mlp_bias": True}, "mlp_bias"),
         ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),

@@ -247,6 +247,7 @@ class ComputeModel:
         scores = self.gemm(Gemm(att.seq_len, att.seq_len, att.head_dim, att.batch_heads))
         over_v = self.gemm(Gemm(att.seq_len, att.head_dim, att.seq_len, att.batch_heads))
         per_pass = (scores.seconds + over_v.seconds) / (2 if att.causal else 1)
+        per_pass *= att.computed_share  # a sliding window's band of the causal half
         source = "roofline" if "roofline" in (scores.source, over_v.source) else scores.source
         return Timed(
             max(per_pass * (BACKWARD_FLOPS_FACTOR if backward else 1.0), self.launch_s), source

@@ -95,6 +95,18 @@ def exposed_s(comm: LayerComm, layers: int, forward_s: float, backward_s: float)
     return fwd, bwd + comm.reduce_s
 
 
+def exposed_layers_s(comm: LayerComm, forwards: list[float], backwards: list[float]):
+    """`exposed_s` over layers that differ: each layer but the last beside the next one's
+    collectives, with its own compute time."""
+    if not forwards:
+        return 0.0, 0.0
+    u = comm.sm_share
+    fwd = comm.gather_s + sum(beside_s(f, comm.gather_s, u) for f in forwards[:-1])
+    gather_b = comm.gather_s if comm.backward_gathers else 0.0
+    bwd = gather_b + sum(beside_s(b, gather_b + comm.reduce_s, u) for b in backwards[:-1])
+    return fwd, bwd + comm.reduce_s
+
+
 def beside_s(compute_s: float, comm_s: float, sm_share: float) -> float:
     """What a compute pass and a collective beside it take beyond the compute alone: the
     longer of the compute slowed by the SMs the collective holds (overlap.shared_sms_s) and

@@ -28,9 +28,11 @@ Choices that are this module's, not transformers':
   Every other field falls back to that class's default, as `from_pretrained` would.
 * Not represented, read and ignored: rope_theta / rope_scaling / partial_rotary_factor (they
   change the rotary angles, not the shapes or FLOPs simsp models beyond an elementwise op),
-  sliding_window (Mistral v0.1: 4096; exact for seq_len <= 4096), GPT-NeoX's
-  use_parallel_residual (same ops, different wiring), Nemotron's zero-centred gamma
-  (LayerNorm1P: `weight + 1`, same parameters).
+  GPT-NeoX's use_parallel_residual (same ops, different wiring), Nemotron's and Gemma's
+  offset gammas (`weight + 1`, same parameters), Gemma's softcaps and query scalar (values,
+  not shapes).
+* Read since transformers v4.57.1 (the test extra's pin): the sliding window and which layers
+  use it (`_window`), QK norms and where a layer's norms sit (the family's table).
 """
 
 from simsp.errors import InputError
@@ -58,6 +60,7 @@ def model_fields(config: dict, source: str) -> dict:
             "must be a JSON object (a Hugging Face config.json)",
         )
     fam = _family(config, source)
+    config = {**dict(fam.class_defaults), **config}
     _refuse_moe(config, source)
     heads = _positive(config, source, fam.heads)
     hidden = _positive(config, source, fam.hidden)
@@ -77,6 +80,9 @@ def model_fields(config: dict, source: str) -> dict:
         "dropout": _dropout(config, source, fam),
         "attention": "flash",
         "tied_embeddings": _tied(config, source, fam),
+        "qk_norm": fam.qk_norm,
+        "norm_placement": fam.norm_placement,
+        **_window(config, source, fam),
     }
 
 
@@ -223,6 +229,61 @@ def _tied(config, source, fam) -> bool:
     if not isinstance(value, bool):
         raise InputError(source, "tie_word_embeddings", value, "must be true or false")
     return value
+
+
+def _window(config, source, fam) -> dict:
+    """sliding_window and global_every. The window is the family's key (configuration_mistral.py,
+    configuration_gemma2.py, configuration_phi3.py; null: none); which layers use it is
+    `layer_types` where config.json lists it (transformers >= 4.54: "sliding_attention" or
+    "full_attention" a layer), which must be periodic with the full layers last in each period,
+    else the family's rule (Gemma-2 every 2nd, Gemma-3 every sliding_window_pattern-th layer
+    global, Mistral none). Qwen's window (use_sliding_window, from max_window_layers on) is
+    refused: its first layers global and the rest local is not that pattern."""
+    if fam.window_switch and config.get(fam.window_switch):
+        raise InputError(
+            source,
+            fam.window_switch,
+            config[fam.window_switch],
+            "a window on the layers from max_window_layers on is not supported; must be false",
+        )
+    if fam.window is None:
+        return {}
+    value = config.get(fam.window, fam.window_default)
+    if value is None:
+        return {}
+    window = _as_positive(source, fam.window, value)
+    types = config.get("layer_types")
+    if types is None:
+        every = fam.global_every
+        if isinstance(every, str):
+            every = _as_positive(source, every, config.get(every, fam.global_every_default))
+        return {"sliding_window": window, "global_every": every}
+    return {"sliding_window": window, **_pattern(types, source)}
+
+
+def _pattern(types, source) -> dict:
+    """global_every from a `layer_types` list: every layer full (no window), none (0), or every
+    n-th (the first full layer's position n, repeated)."""
+    known = ("sliding_attention", "full_attention")
+    if not isinstance(types, list) or not types or any(k not in known for k in types):
+        raise InputError(source, "layer_types", types, f"must be a list of {' or '.join(known)}")
+    full = [i for i, k in enumerate(types) if k == "full_attention"]
+    if len(full) == len(types):
+        return {"sliding_window": 0}
+    if not full:
+        return {"global_every": 0}
+    every = full[0] + 1
+    expected = [
+        "full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(len(types))
+    ]
+    if types != expected:
+        raise InputError(
+            source,
+            "layer_types",
+            "...",
+            "must repeat sliding layers then one full layer (every n-th layer global)",
+        )
+    return {"global_every": every}
 
 
 def _check_rope(config, source):

@@ -4,6 +4,7 @@ transformers configuration class, each with the file it was read from (transform
 src/transformers/models/). A family is one entry here; hf_config.py reads a config.json through
 it."""
 
+import dataclasses
 from dataclasses import dataclass
 
 TF = "transformers v4.46.3 src/transformers/models/"
@@ -43,9 +44,15 @@ MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_exp
 """Expert-count keys (Mixtral, Qwen-MoE, DeepSeek, Megatron exports): more than one expert is
 MoE."""
 
-GATED_ACTS = {"silu": "swiglu", "swish": "swiglu"}
+GATED_ACTS = {
+    "silu": "swiglu",
+    "swish": "swiglu",
+    "gelu_pytorch_tanh": "geglu",
+    "gelu": "geglu",
+}
 """Activation of a gated (gate_proj * act(up_proj)) MLP -> ModelSpec.mlp. transformers'
-activations.py ACT2CLS maps both 'silu' and 'swish' to nn.SiLU; SiLU-gated = SwiGLU."""
+activations.py ACT2CLS maps both 'silu' and 'swish' to nn.SiLU; SiLU-gated = SwiGLU, GeLU-gated
+(Gemma's gelu_pytorch_tanh) = GeGLU."""
 
 PLAIN_ACTS = {
     "relu2": "squared_relu",
@@ -92,6 +99,25 @@ class Family:
     """Bias on q, k, v only, never on o or the MLP (Qwen2)."""
     ffn_default_4h: bool = False
     """A missing or null MLP size means 4h (GPT-2's n_inner)."""
+    qk_norm: str = "none"
+    """ModelSpec.qk_norm: the modeling file's q_norm / k_norm, per head or over the projection."""
+    norm_placement: str = "pre"
+    """ModelSpec.norm_placement: which of input_layernorm, post_attention_layernorm,
+    pre_/post_feedforward_layernorm the decoder layer has."""
+    window: str | None = None
+    """Key of the sliding window the attention reads; None: the family has none."""
+    window_default: int | None = None
+    """The class's default for a missing window key (None: no window)."""
+    window_switch: str | None = None
+    """A flag that must be true for the window to apply (Qwen's use_sliding_window)."""
+    global_every: str | int = 0
+    """Which layers stay global when config.json has no `layer_types`: a number (every n-th
+    layer from 1; 0, none), or the key holding it (Gemma-3's sliding_window_pattern)."""
+    global_every_default: int = 0
+    """The default of that key."""
+    class_defaults: tuple[tuple[str, object], ...] = ()
+    """Shape keys the family's own config.json files leave to the class (Gemma-3's text_config
+    names neither its heads nor its vocabulary), with the class's defaults."""
 
 
 FAMILIES = {
@@ -226,6 +252,122 @@ FAMILIES = {
         mlp_bias=(None, True),
     ),
 }
+
+TF457 = "transformers v4.57.1 src/transformers/models/"
+"""The families below read at the release the test extra pins (their configurations are newer
+than v4.46.3, or gained `layer_types` since)."""
+
+# configuration_qwen3.py: tie_word_embeddings=False, num_key_value_heads=32, head_dim=128,
+# attention_bias=False, use_sliding_window=False (layer_types: sliding only where it is true and
+# the layer index >= max_window_layers), attention_dropout=0.0. modeling_qwen3.py: q_norm and
+# k_norm are Qwen3RMSNorm(head_dim), applied per head before RoPE; gate/up/down_proj, no bias.
+FAMILIES["qwen3"] = Family(
+    source=TF457 + "qwen3/configuration_qwen3.py, qwen3/modeling_qwen3.py",
+    layers="num_hidden_layers",
+    hidden="hidden_size",
+    heads="num_attention_heads",
+    vocab="vocab_size",
+    ffn="intermediate_size",
+    act="hidden_act",
+    act_default="silu",
+    gated=True,
+    norm="rmsnorm",
+    position="rope",
+    tied_default=False,
+    dropout="attention_dropout",
+    kv_default=32,
+    head_dim="head_dim",
+    class_defaults=(("head_dim", 128),),
+    attention_bias=("attention_bias", False),
+    qk_norm="head",
+    window_switch="use_sliding_window",
+)
+# configuration_olmo2.py: tie_word_embeddings=False, num_key_value_heads=None (-> heads),
+# attention_bias=False, attention_dropout=0.0. modeling_olmo2.py: q_norm = Olmo2RMSNorm(heads x
+# head_dim), k_norm = Olmo2RMSNorm(kv_heads x head_dim) over the whole projections; the layer has
+# post_attention_layernorm and post_feedforward_layernorm on each block's output and no input
+# norm (arXiv 2501.00656 §3.2).
+FAMILIES["olmo2"] = Family(
+    source=TF457 + "olmo2/configuration_olmo2.py, olmo2/modeling_olmo2.py",
+    layers="num_hidden_layers",
+    hidden="hidden_size",
+    heads="num_attention_heads",
+    vocab="vocab_size",
+    ffn="intermediate_size",
+    act="hidden_act",
+    act_default="silu",
+    gated=True,
+    norm="rmsnorm",
+    position="rope",
+    tied_default=False,
+    dropout="attention_dropout",
+    attention_bias=("attention_bias", False),
+    qk_norm="full",
+    norm_placement="post",
+)
+# configuration_gemma2.py: tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
+# hidden_activation="gelu_pytorch_tanh", attention_bias=False, sliding_window=4096, layer_types
+# default sliding where (i + 1) % 2, attention_dropout=0.0. modeling_gemma2.py: input_layernorm,
+# post_attention_layernorm, pre_feedforward_layernorm, post_feedforward_layernorm (Gemma2RMSNorm,
+# weight of h); the softcaps and query_pre_attn_scalar change values, not shapes.
+FAMILIES["gemma2"] = Family(
+    source=TF457 + "gemma2/configuration_gemma2.py, gemma2/modeling_gemma2.py",
+    layers="num_hidden_layers",
+    hidden="hidden_size",
+    heads="num_attention_heads",
+    vocab="vocab_size",
+    ffn="intermediate_size",
+    act="hidden_activation",
+    act_default="gelu_pytorch_tanh",
+    gated=True,
+    norm="rmsnorm",
+    position="rope",
+    tied_default=True,
+    dropout="attention_dropout",
+    kv_default=4,
+    head_dim="head_dim",
+    class_defaults=(("head_dim", 256),),
+    attention_bias=("attention_bias", False),
+    norm_placement="sandwich",
+    window="sliding_window",
+    window_default=4096,
+    global_every=2,
+)
+# configuration_gemma3.py Gemma3TextConfig: as Gemma-2 (num_attention_heads=8,
+# num_key_value_heads=4, head_dim=256, vocab_size=262208), plus sliding_window_pattern (kwargs,
+# default 6) giving layer_types sliding where (i + 1) % 6. modeling_gemma3.py: q_norm and k_norm
+# are Gemma3RMSNorm(head_dim), per head.
+FAMILIES["gemma3_text"] = dataclasses.replace(
+    FAMILIES["gemma2"],
+    source=TF457 + "gemma3/configuration_gemma3.py, gemma3/modeling_gemma3.py",
+    class_defaults=(("num_attention_heads", 8), ("head_dim", 256), ("vocab_size", 262208)),
+    qk_norm="head",
+    global_every="sliding_window_pattern",
+    global_every_default=6,
+)
+# configuration_phi3.py: tie_word_embeddings=False, num_key_value_heads=None (-> heads),
+# sliding_window=None, attention_dropout=0.0. modeling_phi3.py: qkv_proj and gate_up_proj fused
+# (the same weights as separate q, k, v and gate, up), no biases, every layer through the window.
+FAMILIES["phi3"] = Family(
+    source=TF457 + "phi3/configuration_phi3.py, phi3/modeling_phi3.py",
+    layers="num_hidden_layers",
+    hidden="hidden_size",
+    heads="num_attention_heads",
+    vocab="vocab_size",
+    ffn="intermediate_size",
+    act="hidden_act",
+    act_default="silu",
+    gated=True,
+    norm="rmsnorm",
+    position="rope",
+    tied_default=False,
+    dropout="attention_dropout",
+    window="sliding_window",
+)
+# Mistral reads its window (configuration_mistral.py sliding_window=4096), every layer local.
+FAMILIES["mistral"] = dataclasses.replace(
+    FAMILIES["mistral"], window="sliding_window", window_default=4096
+)
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")
 """Fraction of each head's channels that are rotated (Nemotron 0.5, GPT-NeoX 0.25)."""

@@ -15,6 +15,7 @@ internal recomputation in its backward is not counted, as no Megatron figure cou
 
 from functools import lru_cache
 
+from simsp.model import stack
 from simsp.model.layer import Gemm, build_layer
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -43,10 +44,24 @@ def _logits_forward(model: ModelSpec, tp: int) -> float:
     return Gemm(model.seq_len, model.padded_vocab(tp), model.hidden).flops
 
 
+def _layers_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
+    """(forward FLOPs of every layer, of what recompute re-runs in them), summed over the stack:
+    L x one layer's where every layer is alike."""
+    if stack.uniform(model):
+        forward, rerun = _layer_forward(model, recompute)
+        return model.layers * forward, model.layers * rerun
+    both = [
+        (n * f, n * r)
+        for kind, n in stack.counts(model, 0, model.layers)
+        for f, r in (_layer_forward(kind, recompute),)
+    ]
+    return sum(f for f, _ in both), sum(r for _, r in both)
+
+
 def model_flops(model: ModelSpec, global_batch: int, tp: int = 1) -> float:
-    """3 x (L x layer forward + logits) x B sequences."""
-    layer, _ = _layer_forward(model, "none")
-    return 3.0 * (model.layers * layer + _logits_forward(model, tp)) * global_batch
+    """3 x (the layers' forward + logits) x B sequences."""
+    layers, _ = _layers_forward(model, "none")
+    return 3.0 * (layers + _logits_forward(model, tp)) * global_batch
 
 
 def hardware_flops(
@@ -57,12 +72,16 @@ def hardware_flops(
     recomputed_layers: int | None = None,
 ) -> float:
     """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, in every layer or in
-    the `recomputed_layers` that recompute (recompute_num_layers)."""
-    _, rerun = _layer_forward(model, recompute)
+    the `recomputed_layers` that recompute (recompute_num_layers; over layers that differ, their
+    mean re-run each)."""
+    if stack.uniform(model):
+        per_layer = _layer_forward(model, recompute)[1]
+    else:
+        per_layer = _layers_forward(model, recompute)[1] / model.layers
     layers = model.layers if recomputed_layers is None else recomputed_layers
     return (
         model_flops(model, global_batch, tp)
-        + RECOMPUTE_PASSES[recompute] * layers * rerun * global_batch
+        + RECOMPUTE_PASSES[recompute] * layers * per_layer * global_batch
     )
 
 

@@ -75,22 +75,45 @@ class Attention:
     kernel: str = ""
     """The fused-attention kernel the framework runs (a `kernel` of the hardware's
     flash_attention table); empty means the hardware file's calibration.attention_kernel."""
+    window: int = 0
+    """A local layer's sliding window w (keys a query sees, itself included; 0: the whole causal
+    prefix). Set only below the sequence length and without context parallelism."""
 
     @property
     def keys(self) -> int:
         return self.kv_len or self.seq_len
 
     @property
+    def window_pairs(self) -> int:
+        """(query, key) pairs a causal window of w computes over s queries: query i (from 1)
+        sees min(i, w) keys, so s w - w (w - 1) / 2 in all."""
+        s, w = self.seq_len, self.window
+        return s * w - w * (w - 1) // 2
+
+    @property
     def flops(self) -> float:
         """4 s_q s_kv d per batch-head: QKᵀ and attention-over-V, the whole square, as Megatron-Core
-        r0.8's `num_floating_point_operations` counts them (the causal mask is not discounted)."""
+        r0.8's `num_floating_point_operations` counts them (the causal mask is not discounted).
+        Through a window: twice the band's computed pairs, 8 d (s w - w (w - 1) / 2), the same
+        no-discount factor the whole square carries over its causal half."""
+        if self.window:
+            return 8.0 * self.window_pairs * self.head_dim * self.batch_heads
         return 4.0 * self.seq_len * self.keys * self.head_dim * self.batch_heads
 
     @property
     def benchmark_flops(self) -> float:
         """The forward's FLOPs as the flash-attention benchmarks count them: halved when causal
-        (benchmarks/benchmark_flash_attention.py, `flops(...)`); the measured rates use this."""
+        (benchmarks/benchmark_flash_attention.py, `flops(...)`); the measured rates use this.
+        Through a window, the band's computed pairs (FlashAttention-2 skips the blocks outside
+        it: `window_size` in flash_attn_func)."""
         return self.flops / (2 if self.causal else 1)
+
+    @property
+    def computed_share(self) -> float:
+        """The share of the causal square's work a window leaves (1 without one)."""
+        if not self.window:
+            return 1.0
+        return self.window_pairs / (self.seq_len * self.keys / 2)
 
 
 @dataclass(frozen=True)

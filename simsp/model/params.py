@@ -7,6 +7,7 @@ holds uses Megatron's padded vocabulary and its tensor-parallel split.
 from functools import lru_cache
 
 from simsp.model import layer as L
+from simsp.model import stack
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 
@@ -47,7 +48,11 @@ def total_params(model: ModelSpec) -> int:
     final norm and, if untied, the output layer (one copy: tied weights are one tensor)."""
     unpadded = ModelSpec(**{**model.__dict__, "vocab_divisible_by": 1})
     ends = L.embedding_weights(unpadded, 1) + L.output_weights(unpadded, 1, pipelined=False)
-    return model.layers * layer_params(model) + sum(w.numel for w in ends)
+    if stack.uniform(model):
+        layers = model.layers * layer_params(model)
+    else:
+        layers = sum(n * layer_params(kind) for kind, n in stack.counts(model, 0, model.layers))
+    return layers + sum(w.numel for w in ends)
 
 
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:

@@ -86,8 +86,19 @@ def model_choices(m) -> str:
         f"bias={str(m.bias).lower()}" if m.bias != default.bias else "",
         f"dropout={m.dropout:g}" if m.dropout != default.dropout else "",
         "untied" if not m.tied_embeddings else "",
+        f"qk-norm={m.qk_norm}" if m.qk_norm != default.qk_norm else "",
+        f"{m.norm_placement}-norm" if m.norm_placement != default.norm_placement else "",
+        _window_note(m),
     ]
     return ", ".join(x for x in parts if x)
+
+
+def _window_note(m) -> str:
+    """'window 4096 on 21 of 42 layers' where a sliding window narrows some layers."""
+    if not m.window:
+        return ""
+    local = sum(m.local(i) for i in range(m.layers))
+    return f"window {m.window} on {local} of {m.layers} layers"
 
 
 def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int = 12) -> str:

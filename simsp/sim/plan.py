@@ -1,8 +1,9 @@
 """The program the engine replays: per-stage actions with their durations and allocations.
 
-Pure: built from the workload, the schedule and the cost model, testable without simpy. Every
-layer of a model is alike, so one layer is costed once and a chunk's cost is that times its
-layers, plus the embedding on the first virtual stage and the output layer on the last.
+Pure: built from the workload, the schedule and the cost model, testable without simpy. Each
+kind of layer in the model's stack (model/stack.py) is costed once, and a chunk's cost is the sum
+over the layers of its slice of the stack (n times one layer where they are alike), plus the
+embedding on the first virtual stage and the output layer on the last.
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ from simsp.cost.gradient_sync import (
 from simsp.cost.layer_entries import LayerTime
 from simsp.cost.layer_time import layer_time
 from simsp.errors import InputError
+from simsp.model import stack
 from simsp.model.layer import build_layer
 from simsp.model.params import stage_params
 from simsp.sim import schedule
@@ -157,6 +159,12 @@ class Plan(StageCosts):
     weights_bytes: tuple[float, ...]
     layer: LayerTime
     """One layer's per-op entries, for timelines that expand chunk spans into ops."""
+    layers: tuple[LayerTime, ...] = ()
+    """Where the model's layers differ (model/stack.py): each layer's entries, in order."""
+
+    def layer_at(self, index: int) -> LayerTime:
+        """The entries of layer `index` of the model."""
+        return self.layers[index] if self.layers else self.layer
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,40 @@ def _direct_ends(w: Workload, cost: CostModel, lay: Layout) -> tuple[float, ...]
 DIRECT = Parts(layer=_direct_layer, ends=_direct_ends)
 
 
+LAYER_FIELDS = (
+    "forward_s",
+    "backward_s",
+    "forward_tp_s",
+    "backward_tp_s",
+    "recompute_s",
+    "input_s",
+    "weight_s",
+    "input_tp_s",
+)
+"""The LayerTime figures a chunk sums over its layers."""
+
+
+@dataclass(frozen=True)
+class KindTimes:
+    """A stack of differing layers: each kind's LayerTime (and without recompute, `rest`)."""
+
+    kinds: tuple
+    """model/stack.py's kinds, one per layer of the model."""
+    times: dict
+    """kind -> LayerTime."""
+    rest: dict | None = None
+    """kind -> LayerTime without recompute, where some layers keep their activations."""
+
+    def layers(self, start: int, n: int, full: int) -> list[LayerTime]:
+        """The LayerTime of each layer of a chunk of n from `start`, its first `full` recomputing
+        (Megatron-Core recomputes a chunk's first recompute_num_layers layers)."""
+        out = []
+        for i, kind in enumerate(self.kinds[start : start + n]):
+            keeps = self.rest is not None and i >= full
+            out.append((self.rest if keeps else self.times)[kind])
+        return out
+
+
 def chunk_costs(
     w: Workload,
     lt: LayerTime,
@@ -194,12 +236,14 @@ def chunk_costs(
     rest: LayerTime | None = None,
     sharded: fsdp.LayerComm | None = None,
     amax=None,
+    mixed: KindTimes | None = None,
 ) -> tuple[ChunkCost, ...]:
     """Every virtual stage's chunk: its layers, plus the embedding on the first and the output
     layer on the last (middle chunks are one shared object where they are alike). `rest` is the
     layer without recompute, for the layers that recompute_num_layers or recompute_per_stage
     leave out; `amax(n)`, the (forward, backward) amax reductions of a chunk of n layers
-    (stage_time.amax_reduction_s)."""
+    (stage_time.amax_reduction_s). `mixed`: the model's layers differ (a sliding window on some
+    of them), and each chunk sums its own layers' times."""
     par, b = w.parallel, w.training.micro_batch
     counts, last = w.chunk_layers, par.pp * par.chunks - 1
     placement = par.placement
@@ -208,6 +252,22 @@ def chunk_costs(
         if rest is None or full == n:
             return n * getattr(lt, field)
         return full * getattr(lt, field) + (n - full) * getattr(rest, field)
+
+    def sums(vs: int, n: int, full: int) -> tuple[tuple[float, ...], tuple[float, float]]:
+        """The chunk's LAYER_FIELDS and FSDP's exposed (forward, backward) seconds."""
+        if mixed is None:
+            exposed = fsdp.exposed_s(sharded, n, lt.forward_s, lt.backward_s) if sharded else (0, 0)
+            return tuple(layers(f, n, full) for f in LAYER_FIELDS), exposed
+        each = mixed.layers(sum(counts[:vs]), n, full)
+        totals = tuple(sum(getattr(x, f) for x in each) for f in LAYER_FIELDS)
+        exposed = (
+            fsdp.exposed_layers_s(
+                sharded, [x.forward_s for x in each], [x.backward_s for x in each]
+            )
+            if sharded
+            else (0, 0)
+        )
+        return totals, exposed
 
     emb_f, emb_b, out_f, out_b = ends[:4]
     emb_bytes, out_bytes = end_stage_bytes(w.model, par, b, w.training.cross_entropy)
@@ -218,23 +278,8 @@ def chunk_costs(
     def chunk(vs: int) -> ChunkCost:
         stage, n = schedule.stage_and_chunk(par.pp, vs, placement)[0], counts[vs]
         full = par.recomputed_layers(n, stage)
-        fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp = (
-            layers(f, n, full)
-            for f in (
-                "forward_s",
-                "backward_s",
-                "forward_tp_s",
-                "backward_tp_s",
-                "recompute_s",
-                "input_s",
-                "weight_s",
-                "input_tp_s",
-            )
-        )
+        (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp), (f_fsdp, b_fsdp) = sums(vs, n, full)
         first, final = vs == 0, vs == last
-        f_fsdp, b_fsdp = (
-            fsdp.exposed_s(sharded, n, lt.forward_s, lt.backward_s) if sharded else (0, 0)
-        )
         a_f, a_b = amax(n) if amax else (0.0, 0.0)
         fwd, bwd, i = fwd + f_fsdp + a_f, bwd + b_fsdp + a_b, i + b_fsdp + a_b
         side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
@@ -256,10 +301,25 @@ def chunk_costs(
             side=side,
         )
 
-    if par.recompute_per_stage or par.uneven or (sent and not sent >= set(range(1, last))):
+    alike = mixed is None and not par.recompute_per_stage and not par.uneven
+    if not alike or (sent and not sent >= set(range(1, last))):
         return tuple(chunk(vs) for vs in range(last + 1))  # middle chunks differ: each its own
     middle = chunk(1) if last > 1 else None
     return tuple(chunk(vs) if vs in (0, last) else middle for vs in range(last + 1))
+
+
+def _kind_times(w: Workload, cost: CostModel, lay: Layout, parts: Parts, rest: bool) -> KindTimes:
+    """Each layer kind of a stack of differing layers costed once (and without recompute, where
+    some layers keep their activations)."""
+    kinds = stack.kinds(w.model)
+
+    def times(workload: Workload) -> dict:
+        return {
+            k: parts.layer(dataclasses.replace(workload, model=k), cost, lay) for k in set(kinds)
+        }
+
+    keep = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute="none"))
+    return KindTimes(kinds, times(w), times(keep) if rest else None)
 
 
 def _side_comms(lt: LayerTime, n: int, sharded) -> tuple[SideComm, ...]:
@@ -307,7 +367,8 @@ def stage_costs(
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
     amax = partial(st.amax_reduction_s, w, cost, lay)
-    chunks = chunk_costs(w, lt, ends, rest, sharded, amax)
+    mixed = None if stack.uniform(w.model) else _kind_times(w, cost, lay, parts, rest is not None)
+    chunks = chunk_costs(w, lt, ends, rest, sharded, amax, mixed)
     p2p = ends[4] if p > 1 else 0.0
     buckets = tuple(gradient_buckets(n, par, s) for s, n in enumerate(params))
     costs = StageCosts(
@@ -379,10 +440,15 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
     """Cost every chunk, schedule every stage and collect the end-of-iteration work."""
     costs, lt, params = stage_costs(w, cost)
     par = w.parallel
+    layers = ()
+    if not stack.uniform(w.model):
+        times = _kind_times(w, cost, layout(par, cost.hw.node.gpus), DIRECT, False).times
+        layers = tuple(times[k] for k in stack.kinds(w.model))
     return Plan(
         **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
         actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
         chunk_layers=w.chunk_layers,
         weights_bytes=by_stage(par.pp, lambda s: static_bytes(w, s)),
         layer=lt,
+        layers=layers,
     )

@@ -16,11 +16,14 @@ drift apart.
 import math
 from dataclasses import dataclass, field
 
-MLP_KINDS = ("gelu", "swiglu", "squared_relu")
+MLP_KINDS = ("gelu", "swiglu", "geglu", "squared_relu")
+GATED_MLPS = ("swiglu", "geglu")
 NORM_KINDS = ("layernorm", "rmsnorm")
 POSITION_KINDS = ("learned", "rope", "alibi", "none")
 BIAS_KINDS = (True, False, "qkv")
 ATTENTION_KINDS = ("flash", "unfused")
+QK_NORM_KINDS = ("none", "head", "full")
+NORM_PLACEMENTS = ("pre", "post", "sandwich")
 ZERO_OK = {"allow_zero": True}
 """Field metadata: 0 is a meaningful value (no dropout), not a missing one."""
 
@@ -53,8 +56,8 @@ class ModelSpec:
     (Mistral-NeMo, Gemma), so that a x d may differ from h."""
     mlp: str = field(default="gelu", metadata={"choices": MLP_KINDS})
     """gelu (the paper's h->4h->h), swiglu (gated: two input projections, Shazeer 2020,
-    arXiv 2002.05202; Llama, Mistral, Qwen) or squared_relu (Primer, So et al. 2021,
-    arXiv 2109.08668; Nemotron-4)."""
+    arXiv 2002.05202; Llama, Mistral, Qwen), geglu (the same gate with GeLU, ibid.; Gemma) or
+    squared_relu (Primer, So et al. 2021, arXiv 2109.08668; Nemotron-4)."""
     norm: str = field(default="layernorm", metadata={"choices": NORM_KINDS})
     """layernorm (weight and bias) or rmsnorm (weight only; Zhang & Sennrich 2019, arXiv
     1910.07467)."""
@@ -72,6 +75,21 @@ class ModelSpec:
     flash (FlashAttention, Dao et al. 2022/2023: no s x s tensor, output and log-sum-exp saved)."""
     tied_embeddings: bool = True
     """Input embedding and output layer share weights (the paper's §3; Llama-3 unties them)."""
+    qk_norm: str = field(default="none", metadata={"choices": QK_NORM_KINDS})
+    """A norm on the queries and keys before rotary positions: none, head (one weight of d
+    shared by every head: Qwen3, Gemma-3; Megatron-Core `qk_layernorm`) or full (over the whole
+    query and key projections: OLMo-2, arXiv 2501.00656 §3.2)."""
+    norm_placement: str = field(default="pre", metadata={"choices": NORM_PLACEMENTS})
+    """Where a block's norms sit: pre (on its input: the paper, Llama), post (on its output
+    before the residual add, none on the input: OLMo-2) or sandwich (both: Gemma-2/3)."""
+    sliding_window: int = field(default=0, metadata=ZERO_OK)
+    """Keys a query of a local layer attends to, itself included (Mistral-7B-v0.1 4096,
+    Gemma-2 4096, Gemma-3 1024); 0, or a window at least seq_len, means every layer attends
+    to the whole causal prefix."""
+    global_every: int = field(default=0, metadata=ZERO_OK)
+    """With a sliding window: every n-th layer, counting from 1, attends globally and the rest
+    locally (Gemma-2 2, Gemma-3 6: transformers' `layer_types`); 0 makes every layer local
+    (Mistral-7B-v0.1)."""
     vocab_divisible_by: int = 128
     """Megatron pads the vocabulary to a multiple of this times t
     (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
@@ -82,7 +100,7 @@ class ModelSpec:
         """The MLP inner size f actually used."""
         if self.ffn_hidden:
             return self.ffn_hidden
-        if self.mlp == "swiglu":
+        if self.gated:
             return int(4 * self.hidden * 2 / 3 / 64) * 64
         return 4 * self.hidden
 
@@ -99,7 +117,18 @@ class ModelSpec:
     @property
     def gated(self) -> bool:
         """The MLP's first projection is doubled (a gate and an up projection)."""
-        return self.mlp == "swiglu"
+        return self.mlp in GATED_MLPS
+
+    @property
+    def window(self) -> int:
+        """The sliding window where it is narrower than the sequence, else 0."""
+        return self.sliding_window if 0 < self.sliding_window < self.seq_len else 0
+
+    def local(self, layer: int) -> bool:
+        """Whether layer `layer` (from 0) attends through the sliding window."""
+        if not self.window:
+            return False
+        return not (self.global_every and (layer + 1) % self.global_every == 0)
 
     def linear_bias(self, which: str) -> bool:
         """Whether the `qkv`, `projection` or `mlp` linear layers carry a bias."""

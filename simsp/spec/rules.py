@@ -11,7 +11,9 @@ from simsp.spec.model import (
     BIAS_KINDS,
     MLP_KINDS,
     NORM_KINDS,
+    NORM_PLACEMENTS,
     POSITION_KINDS,
+    QK_NORM_KINDS,
     ModelSpec,
 )
 from simsp.spec.parallel import CP_COMM_TYPES, DIMENSIONS, RECOMPUTE_MODES, SCHEDULES
@@ -98,6 +100,7 @@ def _rules(w: Workload):
     )
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
     yield from _context_rules(w)
+    yield from _window_rules(w)
     yield from _fsdp_rules(w)
     yield from _optimizer_rules(w)
     yield (
@@ -149,6 +152,31 @@ def _rules(w: Workload):
     )
     if p.recompute_per_stage:
         yield from _per_stage_rules(w)
+
+
+def _window_rules(w: Workload):
+    """(key, value, holds, rule) for a sliding window and its pattern of local layers."""
+    m, p = w.model, w.parallel
+    yield (
+        "model.global_every",
+        m.global_every,
+        not m.global_every or m.sliding_window > 0,
+        "needs model.sliding_window: it says which layers are global among windowed ones",
+    )
+    if not m.window:
+        return
+    yield (
+        "model.sliding_window",
+        m.sliding_window,
+        m.attention == "flash",
+        "needs model.attention: flash (the unfused kernels hold the whole s x s square)",
+    )
+    yield (
+        "model.sliding_window",
+        m.sliding_window,
+        p.cp == 1,
+        f"is not modelled under context parallelism (cp {p.cp}): use cp 1 or no window",
+    )
 
 
 def _context_rules(w: Workload):
@@ -306,6 +334,8 @@ def _model_choice_rules(m: ModelSpec):
         ("position", POSITION_KINDS),
         ("attention", ATTENTION_KINDS),
         ("bias", BIAS_KINDS),
+        ("qk_norm", QK_NORM_KINDS),
+        ("norm_placement", NORM_PLACEMENTS),
     ):
         value = getattr(m, key)
         names = ", ".join(str(k).lower() for k in kinds)

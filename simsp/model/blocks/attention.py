@@ -3,8 +3,8 @@ core attention, output projection, residual."""
 
 import dataclasses
 
-from simsp.model.blocks.shared import linear, norm, residual, residual_grad, tp_comms
-from simsp.model.ops import Attention, Collective, Dims, Gemm, Op, Saved
+from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
+from simsp.model.ops import Attention, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
@@ -93,7 +93,7 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     by the projection that consumes it. Megatron-Core's selective recompute checkpoints core
     attention whatever its kernel, keeping Q, K, V and re-running the forward, so only the LSE is
     dropped."""
-    att = Attention(dm.b * dm.a // dm.t, dm.s, dm.d, causal=True)
+    att = Attention(dm.b * dm.a // dm.t, dm.s, dm.d, causal=True, window=model.window)
     if dm.c > 1:
         att = _context_parallel(att, dm)
     lse = BYTES_FP32 * dm.s * dm.b * dm.a
@@ -135,6 +135,27 @@ def _all_to_all(name: str, nbytes: float) -> Op:
     return Op(name, "comm", "attention", fwd_comm=a2a, bwd_comm=a2a, selective=True)
 
 
+def _qk_norm(model: ModelSpec, dm: Dims) -> Op:
+    """The norm on queries and keys (Qwen3, Gemma-3: per head, one weight of d; OLMo-2: over the
+    whole projections, a weight per channel, split with the heads by TP): read and write Q and K
+    forward, three tensors backward; saves its input."""
+    qk = (dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g)) / dm.t
+    full = model.qk_norm == "full"
+    weights = (
+        Weight("q norm", dm.a * dm.d if full else dm.d, "tp" if full else "none"),
+        Weight("k norm", dm.g * dm.d if full else dm.d, "tp" if full else "none"),
+    )
+    return Op(
+        "qk norm",
+        model.norm,
+        "attention",
+        fwd_bytes=2 * qk,
+        bwd_bytes=3 * qk,
+        saves=(Saved("qk norm input", dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g), "tp"),),
+        weights=weights,
+    )
+
+
 def _rope(dm: Dims) -> Op:
     """Rotary embedding applied to Q and K (Megatron-Core's fused RoPE): read and write both
     forward and backward; it saves nothing but the (tiny) angles."""
@@ -167,7 +188,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
     sb, t, x = dm.s * dm.b, dm.t, dm.x
     qkv_out = dm.heads_bytes(dm.a + 2 * dm.g)
     ops = [
-        norm(model, 1, "attention", dm),
+        *pre_norm(model, 1, "attention", dm),
         residual_grad("residual 1", "attention", x / dm.seq),
         tp_comms("attention entry", "attention", x, parallel, entry=True),
         linear(
@@ -188,6 +209,8 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
         ops.append(
             Op("qkv bias", "bias", "attention", fwd_bytes=2 * qkv_out / t, bwd_bytes=qkv_out / t)
         )
+    if model.qk_norm != "none":
+        ops.append(_qk_norm(model, dm))
     if model.position == "rope":
         ops.append(_rope(dm))
     ops += _core(model, parallel, dm)
@@ -204,6 +227,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
             t,
         ),
         tp_comms("attention exit", "attention", x, parallel, entry=False),
+        *post_norm(model, 1, "attention", dm),
         residual(model, 1, "attention", dm),
     ]
     return tuple(ops)

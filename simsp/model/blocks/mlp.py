@@ -1,6 +1,6 @@
 """The MLP block: norm, first projection (gated or not), activation, second projection, residual."""
 
-from simsp.model.blocks.shared import linear, norm, residual, residual_grad, tp_comms
+from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
 from simsp.model.ops import Dims, Op, Saved
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -15,6 +15,8 @@ ACTIVATIONS = {
     # SwiGLU (Shazeer 2020): read gate and up (2f), write f; backward reads both and the
     # gradient, writes both gradients; saves its 2f-wide input (Megatron-Core `bias_swiglu_impl`).
     "swiglu": (3, 5, 2),
+    # GeGLU (ibid.): the same gate with a (tanh) GeLU, the same tensors read and written.
+    "geglu": (3, 5, 2),
     # relu(x)² (So et al. 2021): read, write; backward reads input and gradient, writes one.
     "squared_relu": (2, 3, 1),
 }
@@ -24,7 +26,9 @@ def _activation(model: ModelSpec, dm: Dims) -> Op:
     fwd, bwd, width = ACTIVATIONS[model.mlp]
     sbf = BYTES_16BIT * dm.s * dm.b * dm.f
     name = {"gelu": "bias-gelu" if model.linear_bias("mlp") else "gelu"}.get(model.mlp, model.mlp)
-    label = {"gelu": "GeLU", "swiglu": "SwiGLU", "squared_relu": "squared-ReLU"}[model.mlp]
+    label = {"gelu": "GeLU", "swiglu": "SwiGLU", "geglu": "GeGLU", "squared_relu": "squared-ReLU"}[
+        model.mlp
+    ]
     return Op(
         name,
         model.mlp,
@@ -43,7 +47,7 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
     fc1, fc2 = ("h->4h", "4h->h") if model.mlp == "gelu" else ("fc1", "fc2")
     bias = model.linear_bias("mlp")
     return (
-        norm(model, 2, "mlp", dm),
+        *pre_norm(model, 2, "mlp", dm),
         residual_grad("residual 2", "mlp", x / dm.seq),
         tp_comms("mlp entry", "mlp", x, parallel, entry=True),
         linear(
@@ -70,5 +74,6 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             t,
         ),
         tp_comms("mlp exit", "mlp", x, parallel, entry=False),
+        *post_norm(model, 2, "mlp", dm),
         residual(model, 2, "mlp", dm),
     )

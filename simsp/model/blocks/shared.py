@@ -24,19 +24,32 @@ def residual_grad(name: str, block: str, x_rank: float) -> Op:
     return Op(name, "residual_grad", block, bwd_bytes=3 * x_rank)
 
 
-def norm(model: ModelSpec, n: int, block: str, dm: Dims) -> Op:
-    """Pre-norm of a block: one read and one write forward, three tensors backward; saves its
-    input. LayerNorm has a weight and a bias, RMSNorm a weight only; both replicated over TP."""
+def norm(model: ModelSpec, n: int, block: str, dm: Dims, after: bool = False) -> Op:
+    """A block's norm, on its input (pre) or, `after`, on its output before the residual add
+    (OLMo-2's and Gemma's post-norms): one read and one write forward, three tensors backward;
+    saves its input. LayerNorm has a weight and a bias, RMSNorm a weight only; both replicated
+    over TP."""
     params = (2 if model.norm == "layernorm" else 1) * dm.h
+    name = f"{model.norm}_{n}" + (" post" if after else "")
     return Op(
-        f"{model.norm}_{n}",
+        name,
         model.norm,
         block,
         fwd_bytes=2 * dm.x / dm.seq,
         bwd_bytes=3 * dm.x / dm.seq,
-        saves=(Saved(f"{model.norm}_{n} input", dm.x, "sp"),),
-        weights=(Weight(f"{model.norm}_{n}", params, "none"),),
+        saves=(Saved(f"{name} input", dm.x, "sp"),),
+        weights=(Weight(name, params, "none"),),
     )
+
+
+def pre_norm(model: ModelSpec, n: int, block: str, dm: Dims) -> tuple[Op, ...]:
+    """The norm on a block's input, unless the model places its norms after (post)."""
+    return () if model.norm_placement == "post" else (norm(model, n, block, dm),)
+
+
+def post_norm(model: ModelSpec, n: int, block: str, dm: Dims) -> tuple[Op, ...]:
+    """The norm on a block's output (post, sandwich), after its TP exit, before the residual."""
+    return () if model.norm_placement == "pre" else (norm(model, n, block, dm, after=True),)
 
 
 def linear(

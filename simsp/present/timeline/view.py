@@ -129,14 +129,22 @@ def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
     of the span the layers do not explain is the embedding (first chunk) or the output layer
     and loss (last chunk); `embedding_share` splits it where one chunk is both."""
     forward = span.kind == "forward"
-    entries = [
-        e
-        for e in plan.layer.entries
-        if e.phase in (("forward",) if forward else ("recompute", "backward"))
-    ]
-    pass_s = sum(e.seconds for e in entries)
-    emb, out = _extras(plan, span, span.dur_s - span.layers * pass_s, embedding_share)
+    phases = ("forward",) if forward else ("recompute", "backward")
+
+    kept: dict = {}  # each distinct layer's entries of this pass, listed once
+
+    def entries(layer: int) -> list:
+        lt = plan.layer_at(layer)
+        if id(lt) not in kept:
+            kept[id(lt)] = [e for e in lt.entries if e.phase in phases]
+        return kept[id(lt)]
+
     layers = range(span.first_layer, span.first_layer + span.layers)
+    if plan.layers:  # layers that differ: each its own entries
+        explained = sum(e.seconds for layer in layers for e in entries(layer))
+    else:
+        explained = span.layers * sum(e.seconds for e in entries(span.first_layer))
+    emb, out = _extras(plan, span, span.dur_s - explained, embedding_share)
     first, last = (
         (("embedding", emb), ("output layer + loss", out))
         if forward
@@ -145,7 +153,7 @@ def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
     pieces = _extra_piece(span, first[0], span.start_s, first[1])
     t = span.start_s + first[1]
     for layer in layers if forward else reversed(layers):
-        laid, t = _lay_out(entries, t, span, layer)
+        laid, t = _lay_out(entries(layer), t, span, layer)
         pieces += laid
     return pieces + _extra_piece(span, last[0], t, last[1])
 

@@ -1,0 +1,75 @@
+"""Parameter counts against transformers itself: the model built from the same config.json on
+the meta device (no weights, no download), every parameter counted once (tied embeddings are one
+tensor). transformers is pinned in the test extra; torch is the profile extra, so without it
+these tests skip."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simsp.io.hf_config import model_fields
+from simsp.model.params import total_params
+from simsp.spec.model import ModelSpec
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+MODELS = Path(__file__).resolve().parents[1] / "workloads" / "models"
+SMALL = {
+    "num_hidden_layers": 4,
+    "hidden_size": 256,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "intermediate_size": 512,
+    "vocab_size": 1000,
+}
+"""A small shape each family's class fills in with its own defaults."""
+FAMILY_CONFIGS = {
+    "llama": {"model_type": "llama", **SMALL},
+    "mistral": {"model_type": "mistral", **SMALL},
+    "qwen2": {"model_type": "qwen2", **SMALL},
+    "qwen3": {"model_type": "qwen3", **SMALL, "head_dim": 64},
+    "olmo2": {"model_type": "olmo2", **SMALL},
+    "gemma2": {"model_type": "gemma2", **SMALL, "head_dim": 64},
+    "gemma3_text": {"model_type": "gemma3_text", **SMALL, "head_dim": 64},
+    "phi3": {"model_type": "phi3", **SMALL, "vocab_size": 32064},  # its pad token id is 32000
+    "nemotron": {"model_type": "nemotron", **SMALL},
+    "gpt_neox": {"model_type": "gpt_neox", **SMALL},
+    "gpt2": {"model_type": "gpt2", "n_layer": 4, "n_embd": 256, "n_head": 8, "vocab_size": 1000},
+}
+
+
+def transformers_count(config: dict) -> int:
+    """What transformers builds from the config: AutoModelForCausalLM on the meta device."""
+    hf = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf)
+    return sum(p.numel() for p in model.parameters())
+
+
+def simsp_count(config: dict) -> int:
+    """simsp's count for the same config; a learned position table is n_positions long there
+    (GPT-2), as simsp sizes it by the sequence."""
+    seq_len = config.get("n_positions", 1024) if config["model_type"] == "gpt2" else 4096
+    return total_params(ModelSpec(seq_len=seq_len, **model_fields(config, "config.json")))
+
+
+def test_every_family_is_checked():
+    from simsp.io.hf_families import FAMILIES
+
+    assert set(FAMILY_CONFIGS) == set(FAMILIES)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_CONFIGS))
+def test_each_family_counts_as_transformers_does(family):
+    config = FAMILY_CONFIGS[family]
+    assert simsp_count(config) == transformers_count(config)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in MODELS.iterdir() if p.is_dir()))
+def test_each_shipped_config_counts_as_transformers_does(name):
+    """Mistral-7B-v0.1, Gemma-2-9B, Gemma-3-4B's text model, Qwen3-8B and OLMo-2-7B (their QK
+    norms, sandwich and post norms, GeGLU) and every other shipped config."""
+    config = json.loads((MODELS / name / "config.json").read_text())
+    assert simsp_count(config) == transformers_count(config)
