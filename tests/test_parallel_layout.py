@@ -25,7 +25,7 @@ from simsp.model.params import layer_params_per_rank, stage_params
 from simsp.sim import schedule
 from simsp.sim.memory import activation_per_layer_bytes, stage_memory
 from simsp.sim.plan import stage_costs
-from simsp.spec.layout import layer_placement, layout
+from simsp.spec.layout import Layout, layer_placement, layout
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.rules import validate
 
@@ -397,3 +397,28 @@ def test_cp_and_fsdp_communication_are_drawn_on_streams_of_their_own():
     assert spans[1].dur_s == pytest.approx(
         f.model.layers * (comm.gather_s + comm.reduce_s), rel=1e-12
     )
+
+
+def test_the_expert_layout_numbers_the_same_gpus_a_second_time():
+    """Megatron-Core's expert RankGenerator: the dense order with tp -> etp, cp -> 1, dp -> edp.
+    A dense run has etp = ep = 1, so the expert data-parallel group is every rank of a pipeline
+    stage: tp 8 x cp 2 x dp 16 = 256 ranks, 8 on each node."""
+    lay = layout(ParallelSpec(tp=8, pp=4, dp=16, cp=2), 8)
+    assert lay.expert_order == ("etp", "cp", "ep", "edp", "pp")
+    assert (lay.group("etp").size, lay.group("ep").size) == (1, 1)
+    edp = lay.group("edp")
+    assert (edp.size, edp.ranks_per_node, edp.nodes) == (256, 8, 32)
+    assert lay.group("edp-pp").size == 1024 == lay.group("tp-cp-dp-pp").size
+    with pytest.raises(KeyError):
+        lay.group("tp-edp")
+
+
+def test_expert_groups_are_walked_in_the_expert_order():
+    """etp 1, ep 4, edp 4 over tp 2 x dp 8 (16 ranks a stage), 8 GPUs a node: rank 0's expert
+    group is ranks 0-3 (stride 1, all on node 0) and its expert data-parallel group 0, 4, 8, 12
+    (stride 4: 0 and 4 on node 0), as RankGenerator(tp=1, ep=4, dp=4, cp=1) gives them."""
+    lay = Layout(("tp", "cp", "ep", "dp", "pp"), (2, 1, 1, 8, 2), 8, expert_sizes=(1, 1, 4, 4, 2))
+    ep, edp = lay.group("ep"), lay.group("edp")
+    assert (ep.size, ep.ranks_per_node) == (4, 4)
+    assert (edp.size, edp.ranks_per_node) == (4, 2)
+    assert lay.group("tp").ranks_per_node == 2 and lay.group("ep").name == "ep"

@@ -8,16 +8,24 @@ differ only in those coordinates. How many of its ranks share a node decides whe
 collective runs on NVLink, on InfiniBand or hierarchically (cost/network.py), so this is the
 one place that knows it; the cost model asks `Layout.group(name)`.
 
-Notation as in spec/model.py: t = tp, c = cp, d = dp, p = pp; ep (expert parallelism) is reserved
-and always 1 for the dense models simsp runs.
+Notation as in spec/model.py: t = tp, c = cp, d = dp, p = pp.
+
+The expert layers of a mixture of experts are laid over the same GPUs in a second order, as
+Megatron-Core's second RankGenerator does ("MoE parallel folding", arXiv 2504.14960): the same
+order string with tp read as etp (expert tensor parallel), cp as 1, ep as ep and dp as edp
+(expert data parallel), pp shared. A group names dense dimensions (tp, cp, ep, dp, pp) or expert
+ones (etp, ep, edp, pp), not both; `Layout.group` walks the order its names belong to. etp and
+ep are 1 until a model has experts.
 """
 
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from simsp.spec.parallel import DIMENSIONS, ParallelSpec
+from simsp.spec.parallel import DIMENSIONS, EXPERT_DIMENSIONS, ParallelSpec
 
+EXPERT_ONLY = ("etp", "ep", "edp")
+"""Dimensions a group has only in the expert layout (the dense order's ep is always 1)."""
 GRADIENT_GROUP = ("dp", "cp")
 """The ranks that reduce each other's gradients: the data-parallel replicas and, since every
 context-parallel rank saw different tokens of the same sequences, its CP peers too (Megatron-Core
@@ -48,6 +56,17 @@ class Layout:
     sizes: tuple[int, ...]
     """Size of each dimension of `order`."""
     gpus_per_node: int
+    expert_sizes: tuple[int, ...] = ()
+    """Size of each dimension of `expert_order` (the same order, expert names); empty: all 1
+    but edp and pp, as a dense model has them."""
+
+    @property
+    def expert_order(self) -> tuple[str, ...]:
+        return tuple(EXPERT_DIMENSIONS[d] for d in self.order)
+
+    def expert(self) -> "Layout":
+        """The expert layers' layout over the same GPUs (module docstring)."""
+        return Layout(self.expert_order, self.expert_sizes, self.gpus_per_node)
 
     def size(self, dim: str) -> int:
         return self.sizes[self.order.index(dim)]
@@ -57,8 +76,14 @@ class Layout:
         return math.prod(self.sizes[: self.order.index(dim)])
 
     def group(self, name: str) -> Group:
-        """The group over the '-'-joined dimensions in `name`, e.g. 'tp' or 'dp-cp'."""
-        return _group(self, tuple(name.split("-")))
+        """The group over the '-'-joined dimensions in `name`, e.g. 'tp', 'dp-cp' or, of the
+        expert layout, 'edp' or 'etp-ep'."""
+        dims = tuple(name.split("-"))
+        expert = any(d in EXPERT_ONLY for d in dims)
+        order = self.expert_order if expert else self.order
+        if not all(d in order for d in dims) or (expert and not self.expert_sizes):
+            raise KeyError(f"{name} mixes dense and expert dimensions, or names neither")
+        return _group(self.expert() if expert else self, dims)
 
     @property
     def pp_neighbours_share_node(self) -> bool:
@@ -106,7 +131,8 @@ def _group(layout: Layout, dims: tuple[str, ...]) -> Group:
 def layout(parallel: ParallelSpec, gpus_per_node: int) -> Layout:
     """The run's layout on nodes of `gpus_per_node` GPUs, in the spec's rank order."""
     order = tuple(parallel.order.split("-"))
-    return Layout(order, tuple(parallel.size(d) for d in order), gpus_per_node)
+    expert = tuple(1 if d == "cp" else parallel.size(EXPERT_DIMENSIONS[d]) for d in order)
+    return Layout(order, tuple(parallel.size(d) for d in order), gpus_per_node, expert)
 
 
 LAYER_GROUPS = ("tp", "cp")

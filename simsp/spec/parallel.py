@@ -8,8 +8,19 @@ from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
 RECOMPUTE_MODES = ("none", "selective", "full")
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 """The parallel dimensions, in Megatron-Core's default rank order (fastest first)."""
+EXPERT_DIMENSIONS = {"tp": "etp", "cp": "cp", "ep": "ep", "dp": "edp", "pp": "pp"}
+"""The expert layers' name for each dense dimension: Megatron-Core numbers the same GPUs a second
+time for them (parallel_state.initialize_model_parallel's expert RankGenerator, same order
+string, tp -> expert tensor parallel, cp 1, dp -> expert data parallel)."""
 CP_COMM_TYPES = ("p2p", "a2a")
-__all__ = ["CP_COMM_TYPES", "DIMENSIONS", "RECOMPUTE_MODES", "SCHEDULES", "ParallelSpec"]
+__all__ = [
+    "CP_COMM_TYPES",
+    "DIMENSIONS",
+    "EXPERT_DIMENSIONS",
+    "RECOMPUTE_MODES",
+    "SCHEDULES",
+    "ParallelSpec",
+]
 
 
 @dataclass(frozen=True)
@@ -127,8 +138,15 @@ class ParallelSpec:
         return self.dp * self.cp if self.distributed_optimizer else 1
 
     def size(self, dim: str) -> int:
-        """The size of one parallel dimension (DIMENSIONS; ep is always 1)."""
-        return 1 if dim == "ep" else getattr(self, dim)
+        """The size of one parallel dimension: DIMENSIONS, or EXPERT_DIMENSIONS of the expert
+        layers' layout (etp and ep are 1 until a model has experts; edp is the ranks of a
+        pipeline stage left to the experts' data parallelism, Megatron-Core's
+        expert_data_parallel_size = world / (etp x ep x pp))."""
+        if dim in ("ep", "etp"):
+            return 1
+        if dim == "edp":
+            return self.tp * self.cp * self.dp // (self.size("etp") * self.size("ep"))
+        return getattr(self, dim)
 
     def for_layer(self) -> "ParallelSpec":
         """These settings with those one layer's ops cannot depend on (pipeline, data
