@@ -15,7 +15,6 @@ from simsp.sim.schedule import (
     SCHEDULES,
     Action,
     build,
-    dependencies,
     gpipe,
     interleaved,
     max_in_flight,
@@ -25,6 +24,7 @@ from simsp.sim.schedule import (
     warmup_1f1b,
     warmup_interleaved,
 )
+from simsp.sim.walk import dependencies
 
 TF, TB = Fraction(1), Fraction(2)
 

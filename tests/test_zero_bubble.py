@@ -13,6 +13,7 @@ from simsp.sim import schedule
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
 from simsp.sim.plan import ChunkCost
+from simsp.sim.walk import dependencies
 from simsp.spec.rules import validate
 
 from .test_engine import uniform_plan
@@ -245,9 +246,37 @@ def test_every_action_comes_after_what_it_depends_on(name):
     }
     for s, acts in enumerate(stages):
         for i, a in enumerate(acts):
-            for stage, dep in schedule.dependencies(p, v, s, a, place):
+            for stage, dep in dependencies(p, v, s, a, place):
                 if dep.kind == "B":  # the next virtual stage's backward, B or I
                     assert (stage, dep.microbatch, dep.chunk) in backwards
                 elif stage == s:
                     earlier = {(x.kind, x.microbatch, x.chunk) for x in acts[:i]}
                     assert (dep.kind, dep.microbatch, dep.chunk) in earlier, (name, s, a, dep)
+
+
+@pytest.mark.parametrize(
+    "name, v", [(n, 2 if n in ("interleaved", "zb-h1") else 1) for n in schedule.SCHEDULES]
+)
+def test_the_engine_follows_the_dependencies_each_schedule_declares(name, v):
+    """Every compute span of the engine starts after every action sim/walk.py's
+    `dependencies` names for it has ended, on every schedule kind (the engine and the
+    declared dependencies are one rule)."""
+    p, m = 4, 8
+    plan = _plan(name, p, m, 1.0, 1.0, 1.0, v)
+    sim = simulate(plan)
+    kinds = {"forward": "F", "backward": "B", "backward_input": "I", "backward_weight": "W"}
+    ends, starts = {}, {}
+    for sp in sim.spans:
+        if sp.stream == "compute" and sp.kind in kinds:
+            key = (sp.stage, kinds[sp.kind], sp.microbatch, sp.chunk)
+            ends[key], starts[key] = sp.end_s, sp.start_s
+    checked = 0
+    for s, actions in enumerate(plan.actions):
+        for a in actions:
+            for stage, dep in dependencies(p, plan.v, s, a, plan.placement):
+                key = (stage, dep.kind, dep.microbatch, dep.chunk)
+                if key not in ends:  # a "B" dependency that stage ran as an I
+                    key = (stage, "I", dep.microbatch, dep.chunk)
+                assert starts[(s, a.kind, a.microbatch, a.chunk)] >= ends[key] - 1e-12
+                checked += 1
+    assert checked > 2 * p * m

@@ -38,6 +38,7 @@ from simsp.sim import memory
 from simsp.sim.memory import CLASSIC
 from simsp.sim.plan import Parts, StageCosts, stage_costs
 from simsp.sim.schedule import build, stage_and_chunk, virtual_stage
+from simsp.sim.walk import SECONDS, arrival, output, target
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.layout import LAYER_GROUPS
 from simsp.spec.model import ModelSpec
@@ -157,11 +158,10 @@ def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
 
 
 def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
-    """The schedule replayed without an event loop, by the engine's rules: a stage runs its
-    actions in order, each starting when the stage is free and its input has arrived (a
-    forward the previous virtual stage's activation, a B or I the next one's gradient), and a
-    send to another stage blocks the sender for c.p2p_s. Exact where no formula exists (the
-    zero-bubble and V schedules); O(actions)."""
+    """The schedule replayed without an event loop, by the engine's rules (sim/walk.py): a
+    stage runs its actions in order, each starting when the stage is free and its `arrival`
+    has come, and a send to another stage blocks the sender for c.p2p_s. Exact where no
+    formula exists (the zero-bubble and V schedules); O(actions)."""
     p, last = c.p, c.p * c.v - 1
     place = c.placement
     vs_of = [[virtual_stage(p, s, k, place) for k in range(c.v)] for s in range(p)]
@@ -177,33 +177,19 @@ def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
             while pos[s] < len(actions[s]):
                 a = actions[s][pos[s]]
                 vs = vs_of[s][a.chunk]
-                need = (
-                    ("F", vs - 1)
-                    if a.kind == "F" and vs > 0
-                    else ("B", vs + 1)
-                    if a.kind in "BI" and vs < last
-                    else None
-                )
+                need = arrival(a.kind, vs, last)
                 if need is not None and (need, a.microbatch) not in arrived:
                     break
                 start = max(free[s], arrived[(need, a.microbatch)] if need else 0.0)
-                chunk = c.chunks[vs]
-                end = (
-                    start
-                    + {
-                        "F": chunk.forward_s,
-                        "B": chunk.backward_s,
-                        "I": chunk.input_s,
-                        "W": chunk.weight_s,
-                    }[a.kind]
-                )
+                end = start + SECONDS[a.kind](c.chunks[vs])
                 if a.kind in "BW":
                     last_w[s] = by_chunk[s][a.chunk] = (start, end)
-                if a.kind != "W":
-                    target = vs + 1 if a.kind == "F" else vs - 1
-                    if 0 <= target <= last and c.p2p_s > 0 and home[target] != s:
+                sent = output(a.kind, vs)
+                if sent is not None:
+                    to = target(a.kind, vs, last)
+                    if to is not None and c.p2p_s > 0 and home[to] != s:
                         end += c.p2p_s
-                    arrived[(("F" if a.kind == "F" else "B", vs), a.microbatch)] = end
+                    arrived[(sent, a.microbatch)] = end
                 free[s] = end
                 pos[s] += 1
                 moved = True
@@ -226,16 +212,10 @@ def stage_busy_s(c, stage: int = 0) -> float:
     busy = 0.0
     for a in build(c.schedule, p, c.m, c.v)[stage]:
         vs = virtual_stage(p, stage, a.chunk, place)
-        chunk = c.chunks[vs]
-        busy += {
-            "F": chunk.forward_s,
-            "B": chunk.backward_s,
-            "I": chunk.input_s,
-            "W": chunk.weight_s,
-        }[a.kind]
-        target = vs + 1 if a.kind == "F" else vs - 1
-        remote = 0 <= target <= last and stage_and_chunk(p, target, place)[0] != stage
-        busy += c.p2p_s if a.kind != "W" and remote else 0.0
+        busy += SECONDS[a.kind](c.chunks[vs])
+        to = target(a.kind, vs, last)
+        remote = to is not None and stage_and_chunk(p, to, place)[0] != stage
+        busy += c.p2p_s if remote else 0.0
     return busy
 
 

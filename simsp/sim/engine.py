@@ -19,15 +19,8 @@ from simsp.cost.gradient_sync import chunked_gradients_done_s, gradient_windows
 from simsp.sim.plan import Plan
 from simsp.sim.schedule import stage_and_chunk, virtual_stage
 from simsp.sim.trace import MemorySample, Span
+from simsp.sim.walk import PASSES, arrival, output, target
 
-PASSES = {
-    # kind: chunk -> (seconds, bytes allocated at the start, bytes freed at the end)
-    "F": lambda c: (c.forward_s, c.activation_bytes, 0.0),
-    "B": lambda c: (c.backward_s, 0.0, c.activation_bytes),
-    "I": lambda c: (c.input_s, 0.0, c.activation_bytes - c.weight_bytes),
-    "W": lambda c: (c.weight_s, 0.0, c.weight_bytes),
-}
-"""What each action kind costs and holds (schedule/action.py names the kinds)."""
 SPAN_KINDS = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight"}
 
 
@@ -64,31 +57,40 @@ class _Run:
         first, n = (self.first_layer[vs], self.plan.chunk_layers[vs]) if vs >= 0 else (-1, 0)
         self.spans.append(Span(stage, stream, kind, name, start, dur, mb, chunk, first, n))
 
+    def rules(self, s: int) -> dict:
+        """sim/walk.py's rules for each (kind, chunk) of stage s, looked up once: (virtual stage,
+        the arrival it waits for, the output it announces, whether it sends to another stage)."""
+        plan, p = self.plan, self.plan.p
+        last = p * plan.v - 1
+        out = {}
+        for chunk in range(plan.v):
+            vs = virtual_stage(p, s, chunk, plan.placement)
+            for kind in PASSES:
+                to = target(kind, vs, last)
+                remote = to is not None and stage_and_chunk(p, to, plan.placement)[0] != s
+                sends = remote and plan.p2p_s > 0
+                out[kind, chunk] = (vs, arrival(kind, vs, last), output(kind, vs), sends)
+        return out
+
     def stage(self, s: int):
         """Generator: the stage's whole iteration, following its actions in order.
 
-        Each action waits for what `schedule.dependencies` says crosses stages (a forward the
-        previous virtual stage's activation, a B or I the next one's gradient; a W only its own
-        I, earlier on this stage), runs for its kind's time (PASSES) allocating and freeing
-        what that kind holds, then sends to the neighbouring virtual stage if it sits on
-        another stage. Written out in one loop: it runs ~10^5 times for the 1T workload."""
-        plan, env, p = self.plan, self.env, self.plan.p
+        Each action follows sim/walk.py: it waits for its `arrival`, runs for its kind's time
+        allocating and freeing what that kind holds (PASSES), then sends its `output` to its
+        `target` virtual stage if that sits on another stage. Written out in one loop: it runs
+        ~10^5 times for the 1T workload."""
+        plan, env = self.plan, self.env
         held = plan.weights_bytes[s]
         self.memory.append(MemorySample(s, 0.0, held))
-        last_vs = p * plan.v - 1
-        vs_of = [virtual_stage(p, s, c, plan.placement) for c in range(plan.v)]
-        remote = {vs: stage_and_chunk(p, vs, plan.placement)[0] != s for vs in range(last_vs + 1)}
+        rules = self.rules(s)
         last_w = (0.0, 0.0)
         last_by_chunk = [(0.0, 0.0)] * plan.v
         for a in plan.actions[s]:
-            kind, vs = a.kind, vs_of[a.chunk]
-            cost = plan.chunks[vs]
-            if kind == "F":
-                if vs > 0:
-                    yield self.event(("F", vs - 1, a.microbatch))
-            elif kind != "W" and vs < last_vs:
-                yield self.event(("B", vs + 1, a.microbatch))
-            dur, before, after = PASSES[kind](cost)
+            kind = a.kind
+            vs, need, sent, sends = rules[kind, a.chunk]
+            if need is not None:
+                yield self.event((*need, a.microbatch))
+            dur, before, after = PASSES[kind](plan.chunks[vs])
             start = env.now
             if before:
                 held += before
@@ -110,10 +112,9 @@ class _Run:
                 self.memory.append(MemorySample(s, env.now, held))
             if kind in ("B", "W"):
                 last_w = last_by_chunk[a.chunk] = (start, env.now)
-            if kind == "W":
+            if sent is None:
                 continue
-            target = vs + 1 if kind == "F" else vs - 1
-            if 0 <= target <= last_vs and plan.p2p_s > 0 and remote[target]:
+            if sends:
                 t0 = env.now
                 yield env.timeout(plan.p2p_s)
                 what = "act" if kind == "F" else "grad"
@@ -127,7 +128,7 @@ class _Run:
                     a.microbatch,
                     a.chunk,
                 )
-            self.event(("F" if kind == "F" else "B", vs, a.microbatch)).succeed()
+            self.event((*sent, a.microbatch)).succeed()
         yield from self.gradients(s, last_w, last_by_chunk)
 
     def gradients(self, s: int, last_w: tuple, last_by_chunk: list):

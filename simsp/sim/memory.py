@@ -21,6 +21,7 @@ from simsp.sim.schedule import (
     warmup_1f1b,
     warmup_interleaved,
 )
+from simsp.sim.walk import HOLDS
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -255,10 +256,10 @@ CLASSIC = ("gpipe", "1f1b", "interleaved")
 
 
 def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
-    """Peak activation bytes over the stage's actions: an F holds its chunk (plus the embedding
-    or output-layer tensors on the end virtual stages, and, without Appendix B's deallocation,
-    the output it sent to another stage), a B frees it, an I frees all but what its W needs,
-    the W frees that."""
+    """Peak activation bytes over the stage's actions, held and freed by sim/walk.py's HOLDS:
+    an F holds its chunk (plus the embedding or output-layer tensors on the end virtual stages,
+    and, without Appendix B's deallocation, the output it sent to another stage), a B frees it,
+    an I frees all but what its W needs, the W frees that."""
     par = w.parallel
     p, v = par.pp, par.chunks
     last = p * v - 1
@@ -274,8 +275,10 @@ def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
         size = chunks[counts[vs]] + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
         w_bytes = counts[vs] * per_layer_w
         size += output if vs in sent else 0.0
-        held += {"F": size, "B": -size, "I": w_bytes - size, "W": -w_bytes}[a.kind]
+        allocated, freed = HOLDS[a.kind](size, w_bytes)
+        held += allocated
         peak = max(peak, held)
+        held -= freed
     return peak
 
 

@@ -3,8 +3,7 @@ pipeline stage runs, in order, and where each chunk sits in the model.
 
 Every schedule is one `Kind` in `spec.schedules.REGISTRY` (its name, placement and rule, which the
 CLI, the sweep grid and validation read) and one builder in `BUILDERS` here. The engine, memory
-and the closed form walk the same action lists; `dependencies` states the rule they each apply
-(today only the tests read it: one walk that all three follow is still to come). Adding a
+and the closed form walk the same action lists by the rules of sim/walk.py. Adding a
 schedule is a function returning per-stage `Action` lists, its line in `BUILDERS` and its line
 in `spec.schedules.REGISTRY`.
 
@@ -45,7 +44,6 @@ __all__ = [
     "Schedule",
     "build",
     "chunks_of",
-    "dependencies",
     "gpipe",
     "interleaved",
     "interleaved_action",
@@ -81,32 +79,6 @@ def build(schedule: str, p: int, m: int, v: int = 1) -> Schedule:
     if schedule not in REGISTRY:
         raise ValueError(f"schedule={schedule!r}: must be one of {', '.join(SCHEDULES)}")
     return BUILDERS[schedule](p, m, chunks_of(schedule, v))
-
-
-def dependencies(
-    p: int, v: int, stage: int, a: Action, placement: str = "loop"
-) -> tuple[Dependency, ...]:
-    """The (stage, action) pairs that must finish before ``a`` can start on ``stage``.
-
-    A forward waits for the previous virtual stage's forward of the same microbatch; a backward
-    (B or I) for its own forward and for the next virtual stage's backward, written as a "B"
-    whichever of B or I that stage runs (the last virtual stage's follows its own forward, the
-    loss); a W for its own I. Point-to-point sends are left to the engine, which follows these
-    same rules (sim/engine.py).
-    """
-    vs = virtual_stage(p, stage, a.chunk, placement)
-    if a.kind == "F":
-        if vs == 0:
-            return ()
-        prev_stage, prev_chunk = stage_and_chunk(p, vs - 1, placement)
-        return ((prev_stage, Action("F", a.microbatch, prev_chunk)),)
-    if a.kind == "W":
-        return ((stage, Action("I", a.microbatch, a.chunk)),)
-    own = (stage, Action("F", a.microbatch, a.chunk))
-    if vs == p * v - 1:
-        return (own,)
-    next_stage, next_chunk = stage_and_chunk(p, vs + 1, placement)
-    return (own, (next_stage, Action("B", a.microbatch, next_chunk)))
 
 
 def max_in_flight(actions: Actions) -> int:
