@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from simsp.spec.parallel import DIMENSIONS, EXPERT_DIMENSIONS, ParallelSpec
 
-EXPERT_ONLY = ("etp", "ep", "edp")
+EXPERT_ONLY = frozenset(("etp", "ep", "edp"))
 """Dimensions a group has only in the expert layout (the dense order's ep is always 1)."""
 GRADIENT_GROUP = ("dp", "cp")
 """The ranks that reduce each other's gradients: the data-parallel replicas and, since every
@@ -79,11 +79,11 @@ class Layout:
         """The group over the '-'-joined dimensions in `name`, e.g. 'tp', 'dp-cp' or, of the
         expert layout, 'edp' or 'etp-ep'."""
         dims = tuple(name.split("-"))
-        expert = any(d in EXPERT_ONLY for d in dims)
-        order = self.expert_order if expert else self.order
-        if not all(d in order for d in dims) or (expert and not self.expert_sizes):
+        if EXPERT_ONLY.isdisjoint(dims):
+            return _group(self, dims)
+        if not self.expert_sizes or not all(d in self.expert_order for d in dims):
             raise KeyError(f"{name} mixes dense and expert dimensions, or names neither")
-        return _group(self.expert() if expert else self, dims)
+        return _group(self.expert(), dims)
 
     @property
     def pp_neighbours_share_node(self) -> bool:
