@@ -52,7 +52,7 @@ def _layers_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
         return model.layers * forward, model.layers * rerun
     both = [
         (n * f, n * r)
-        for kind, n in stack.counts(model, 0, model.layers)
+        for kind, n in stack.counts(model)
         for f, r in (_layer_forward(kind, recompute),)
     ]
     return sum(f for f, _ in both), sum(r for _, r in both)

@@ -51,7 +51,7 @@ def total_params(model: ModelSpec) -> int:
     if stack.uniform(model):
         layers = model.layers * layer_params(model)
     else:
-        layers = sum(n * layer_params(kind) for kind, n in stack.counts(model, 0, model.layers))
+        layers = sum(n * layer_params(kind) for kind, n in stack.counts(model))
     return layers + sum(w.numel for w in ends)
 
 

@@ -31,6 +31,6 @@ def uniform(model: ModelSpec) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def counts(model: ModelSpec, start: int, stop: int) -> tuple[tuple[ModelSpec, int], ...]:
-    """The kinds of layers start..stop - 1 and how many of each, in order of first use."""
-    return tuple(Counter(kinds(model)[start:stop]).items())
+def counts(model: ModelSpec) -> tuple[tuple[ModelSpec, int], ...]:
+    """The model's kinds and how many layers of each, in order of first use."""
+    return tuple(Counter(kinds(model)).items())

@@ -345,9 +345,9 @@ def _side_comms(lt: LayerTime, n: int, sharded) -> tuple[SideComm, ...]:
 
 def stage_costs(
     w: Workload, cost: CostModel, parts: Parts = DIRECT
-) -> tuple[StageCosts, LayerTime, tuple]:
-    """The costs a pipeline's timing depends on, the layer they came from, and the per-stage
-    parameter counts (for the plan's weights)."""
+) -> tuple[StageCosts, LayerTime, tuple, "KindTimes | None"]:
+    """The costs a pipeline's timing depends on, the layer they came from, the per-stage
+    parameter counts (for the plan's weights) and, where the layers differ, each kind's times."""
     for key, value, holds, rule in precision_rules(w.training.numerics, cost.hw.gpu):
         if not holds:
             raise InputError(cost.hw.source or cost.hw.name, key, value, rule)
@@ -394,7 +394,7 @@ def stage_costs(
         schedule=par.schedule,
         alike_stages=not (par.recompute_per_stage or par.uneven),
     )
-    return costs, lt, params
+    return costs, lt, params, mixed
 
 
 def _param_gather(
@@ -438,12 +438,9 @@ def by_stage(p: int, value) -> tuple:
 
 def build_plan(w: Workload, cost: CostModel) -> Plan:
     """Cost every chunk, schedule every stage and collect the end-of-iteration work."""
-    costs, lt, params = stage_costs(w, cost)
+    costs, lt, _, mixed = stage_costs(w, cost)
     par = w.parallel
-    layers = ()
-    if not stack.uniform(w.model):
-        times = _kind_times(w, cost, layout(par, cost.hw.node.gpus), DIRECT, False).times
-        layers = tuple(times[k] for k in stack.kinds(w.model))
+    layers = () if mixed is None else tuple(mixed.times[k] for k in mixed.kinds)
     return Plan(
         **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
         actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
