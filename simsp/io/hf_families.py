@@ -120,6 +120,29 @@ class Family:
     names neither its heads nor its vocabulary), with the class's defaults."""
 
 
+HF_SHAPE_KEYS = {
+    "layers": "num_hidden_layers",
+    "hidden": "hidden_size",
+    "heads": "num_attention_heads",
+    "vocab": "vocab_size",
+    "ffn": "intermediate_size",
+}
+"""The shape keys every family but GPT-2 spells alike (PretrainedConfig subclasses since
+Llama)."""
+
+LLAMA_STYLE = {
+    **HF_SHAPE_KEYS,
+    "act": "hidden_act",
+    "act_default": "silu",
+    "gated": True,
+    "norm": "rmsnorm",
+    "position": "rope",
+    "tied_default": False,
+    "dropout": "attention_dropout",
+}
+"""What Llama's descendants share: HF's shape keys, a SiLU-gated MLP under hidden_act, RMSNorm,
+rotary positions, untied embeddings by default, attention_dropout."""
+
 FAMILIES = {
     # configuration_llama.py: tie_word_embeddings=False, num_key_value_heads=None (-> heads),
     # attention_bias=False, mlp_bias=False, head_dim=None, hidden_act="silu", attention_dropout=0.0.
@@ -127,18 +150,7 @@ FAMILIES = {
     # bias=config.mlp_bias, head_dim = getattr(config, "head_dim", h // a), LlamaRMSNorm.
     "llama": Family(
         source="llama/configuration_llama.py, llama/modeling_llama.py",
-        layers="num_hidden_layers",
-        hidden="hidden_size",
-        heads="num_attention_heads",
-        vocab="vocab_size",
-        ffn="intermediate_size",
-        act="hidden_act",
-        act_default="silu",
-        gated=True,
-        norm="rmsnorm",
-        position="rope",
-        tied_default=False,
-        dropout="attention_dropout",
+        **LLAMA_STYLE,
         head_dim="head_dim",
         attention_bias=("attention_bias", False),
         mlp_bias=("mlp_bias", False),
@@ -148,18 +160,7 @@ FAMILIES = {
     # head_dim = config.head_dim, MistralRMSNorm.
     "mistral": Family(
         source="mistral/configuration_mistral.py, mistral/modeling_mistral.py",
-        layers="num_hidden_layers",
-        hidden="hidden_size",
-        heads="num_attention_heads",
-        vocab="vocab_size",
-        ffn="intermediate_size",
-        act="hidden_act",
-        act_default="silu",
-        gated=True,
-        norm="rmsnorm",
-        position="rope",
-        tied_default=False,
-        dropout="attention_dropout",
+        **LLAMA_STYLE,
         kv_default=8,
         head_dim="head_dim",
     ),
@@ -168,18 +169,7 @@ FAMILIES = {
     # bias=False, head_dim = hidden_size // num_heads, Qwen2RMSNorm.
     "qwen2": Family(
         source="qwen2/configuration_qwen2.py, qwen2/modeling_qwen2.py",
-        layers="num_hidden_layers",
-        hidden="hidden_size",
-        heads="num_attention_heads",
-        vocab="vocab_size",
-        ffn="intermediate_size",
-        act="hidden_act",
-        act_default="silu",
-        gated=True,
-        norm="rmsnorm",
-        position="rope",
-        tied_default=False,
-        dropout="attention_dropout",
+        **LLAMA_STYLE,
         kv_default=32,
         qkv_bias_only=True,
     ),
@@ -190,11 +180,7 @@ FAMILIES = {
     # weight and bias, head_dim = config.head_dim.
     "nemotron": Family(
         source="nemotron/configuration_nemotron.py, nemotron/modeling_nemotron.py",
-        layers="num_hidden_layers",
-        hidden="hidden_size",
-        heads="num_attention_heads",
-        vocab="vocab_size",
-        ffn="intermediate_size",
+        **HF_SHAPE_KEYS,
         act="hidden_act",
         act_default="relu2",
         gated=False,
@@ -235,11 +221,7 @@ FAMILIES = {
     # biased, nn.LayerNorm, separate embed_out.
     "gpt_neox": Family(
         source="gpt_neox/configuration_gpt_neox.py, gpt_neox/modeling_gpt_neox.py",
-        layers="num_hidden_layers",
-        hidden="hidden_size",
-        heads="num_attention_heads",
-        vocab="vocab_size",
-        ffn="intermediate_size",
+        **HF_SHAPE_KEYS,
         act="hidden_act",
         act_default="gelu",
         gated=False,
@@ -263,18 +245,7 @@ than v4.46.3, or gained `layer_types` since)."""
 # k_norm are Qwen3RMSNorm(head_dim), applied per head before RoPE; gate/up/down_proj, no bias.
 FAMILIES["qwen3"] = Family(
     source=TF457 + "qwen3/configuration_qwen3.py, qwen3/modeling_qwen3.py",
-    layers="num_hidden_layers",
-    hidden="hidden_size",
-    heads="num_attention_heads",
-    vocab="vocab_size",
-    ffn="intermediate_size",
-    act="hidden_act",
-    act_default="silu",
-    gated=True,
-    norm="rmsnorm",
-    position="rope",
-    tied_default=False,
-    dropout="attention_dropout",
+    **LLAMA_STYLE,
     kv_default=32,
     head_dim="head_dim",
     class_defaults=(("head_dim", 128),),
@@ -289,18 +260,7 @@ FAMILIES["qwen3"] = Family(
 # norm (arXiv 2501.00656 §3.2).
 FAMILIES["olmo2"] = Family(
     source=TF457 + "olmo2/configuration_olmo2.py, olmo2/modeling_olmo2.py",
-    layers="num_hidden_layers",
-    hidden="hidden_size",
-    heads="num_attention_heads",
-    vocab="vocab_size",
-    ffn="intermediate_size",
-    act="hidden_act",
-    act_default="silu",
-    gated=True,
-    norm="rmsnorm",
-    position="rope",
-    tied_default=False,
-    dropout="attention_dropout",
+    **LLAMA_STYLE,
     attention_bias=("attention_bias", False),
     qk_norm="full",
     norm_placement="post",
@@ -312,11 +272,7 @@ FAMILIES["olmo2"] = Family(
 # weight of h); the softcaps and query_pre_attn_scalar change values, not shapes.
 FAMILIES["gemma2"] = Family(
     source=TF457 + "gemma2/configuration_gemma2.py, gemma2/modeling_gemma2.py",
-    layers="num_hidden_layers",
-    hidden="hidden_size",
-    heads="num_attention_heads",
-    vocab="vocab_size",
-    ffn="intermediate_size",
+    **HF_SHAPE_KEYS,
     act="hidden_activation",
     act_default="gelu_pytorch_tanh",
     gated=True,
@@ -350,18 +306,7 @@ FAMILIES["gemma3_text"] = dataclasses.replace(
 # (the same weights as separate q, k, v and gate, up), no biases, every layer through the window.
 FAMILIES["phi3"] = Family(
     source=TF457 + "phi3/configuration_phi3.py, phi3/modeling_phi3.py",
-    layers="num_hidden_layers",
-    hidden="hidden_size",
-    heads="num_attention_heads",
-    vocab="vocab_size",
-    ffn="intermediate_size",
-    act="hidden_act",
-    act_default="silu",
-    gated=True,
-    norm="rmsnorm",
-    position="rope",
-    tied_default=False,
-    dropout="attention_dropout",
+    **LLAMA_STYLE,
     window="sliding_window",
 )
 # Mistral reads its window (configuration_mistral.py sliding_window=4096), every layer local.
