@@ -288,7 +288,7 @@ def test_delayed_scaling_reduces_amaxes_once_a_chunk_pass():
     assert st.amax_reduction_s(_workload(recipe="current"), cost, lay, 4) == (0.0, 0.0)
     alone = _workload(tp=1, pp=1, dp=1, cp=1)
     assert st.amax_reduction_s(alone, cost, layout(alone.parallel, 8), 4) == (0.0, 0.0)
-    costs, lt, _ = stage_costs(w, cost)
+    costs, lt, _, _ = stage_costs(w, cost)
     without = chunk_costs(w, lt, DIRECT.ends(w, cost, lay))[0]
     fwd, bwd = st.amax_reduction_s(w, cost, lay, w.chunk_layers[0])
     assert costs.chunks[0].forward_s == pytest.approx(without.forward_s + fwd)
