@@ -29,7 +29,11 @@ from simsp.model.blocks.ends import (
 from simsp.model.blocks.fp8 import fp8_layer
 from simsp.model.blocks.mlp import ACTIVATIONS, mlp_ops
 from simsp.model.ops import (
+    EXPERTS,
     SHARDS,
+    SP,
+    TP,
+    WHOLE,
     Attention,
     Collective,
     Dims,
@@ -46,7 +50,11 @@ from simsp.spec.precision import BF16, Numerics
 
 __all__ = [
     "ACTIVATIONS",
+    "EXPERTS",
     "SHARDS",
+    "SP",
+    "TP",
+    "WHOLE",
     "Attention",
     "Collective",
     "Dims",

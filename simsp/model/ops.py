@@ -8,7 +8,17 @@ from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT
 
-SHARDS = ("tp", "sp", "none")
+TP = ("tp",)
+"""Split over the tensor-parallel ranks (heads, a column- or row-parallel weight)."""
+SP = ("sp",)
+"""Split along the sequence over the tensor-parallel ranks, only under sequence parallelism."""
+WHOLE = ()
+"""Not split: every rank holds all of it (norms, a row-parallel layer's bias)."""
+EXPERTS = ("etp", "ep")
+"""Split over the expert layout's tensor- and expert-parallel ranks (routed experts' weights)."""
+SHARDS = ("tp", "sp", "etp", "ep")
+"""The mesh dimensions a tensor may name: `sp` is the TP group along the sequence (on only under
+sequence parallelism); the others are groups of the layout (spec/layout.py)."""
 
 
 @dataclass(frozen=True)
@@ -18,8 +28,9 @@ class Saved:
     name: str
     bytes: float
     """Unsharded size."""
-    shard: str
-    """'tp': split over TP ranks always; 'sp': split only under sequence parallelism; 'none'."""
+    shard: tuple[str, ...]
+    """The mesh dimensions that split it (SHARDS): TP, SP, WHOLE, or several, as a routed
+    expert's tensors split by sp (the tokens a rank routes) and etp."""
     selective: bool = False
     """Dropped (and rebuilt in backward) by selective recompute."""
 
@@ -31,9 +42,15 @@ class Weight:
     name: str
     numel: int
     """Elements of the whole (unsharded) tensor."""
-    shard: str
-    """'tp': split over TP ranks (column/row-parallel weights, column biases); 'none': replicated
-    (norms, row-parallel biases)."""
+    shard: tuple[str, ...]
+    """The mesh dimensions that split it (SHARDS): TP (column/row-parallel weights, column
+    biases), WHOLE (norms, row-parallel biases), EXPERTS (routed experts over etp x ep)."""
+
+    @property
+    def expert(self) -> bool:
+        """A routed expert's weight: its gradient is reduced, and its optimizer state sharded,
+        over the expert-data-parallel group (edp), not dp x cp."""
+        return "ep" in self.shard
 
 
 @dataclass(frozen=True)
@@ -210,12 +227,22 @@ class Dims:
         return BYTES_16BIT * self.s * self.b * heads * self.d
 
 
+def shard_ranks(shard: tuple[str, ...], parallel: ParallelSpec) -> int:
+    """How many ranks share a tensor split over the mesh dimensions `shard`."""
+    ranks = 1
+    for dim in shard:
+        if dim == "sp":
+            ranks *= parallel.tp if parallel.sequence_parallel else 1
+        else:
+            ranks *= parallel.size(dim)
+    return ranks
+
+
 def stored_bytes(saved: Saved, parallel: ParallelSpec) -> float:
-    """Bytes of one saved tensor on one TP rank."""
-    split = saved.shard == "tp" or (saved.shard == "sp" and parallel.sequence_parallel)
-    return saved.bytes / parallel.tp if split else saved.bytes
+    """Bytes of one saved tensor on one rank."""
+    return saved.bytes / shard_ranks(saved.shard, parallel)
 
 
-def stored_params(weight: Weight, tp: int) -> float:
-    """Elements of one weight on one TP rank."""
-    return weight.numel / tp if weight.shard == "tp" else weight.numel
+def stored_params(weight: Weight, parallel: ParallelSpec) -> float:
+    """Elements of one weight on one rank."""
+    return weight.numel / shard_ranks(weight.shard, parallel)

@@ -23,19 +23,35 @@ def layer_params(model: ModelSpec) -> int:
     return sum(w.numel for w in layer_weights(model))
 
 
-@lru_cache(maxsize=4096)
-def layer_params_per_rank(model: ModelSpec, tp: int) -> float:
-    """One layer on one TP rank: split weights / t, replicated norms and row biases whole."""
-    return sum(L.stored_params(w, tp) for w in layer_weights(model))
+def _mesh(parallel: ParallelSpec | int) -> ParallelSpec:
+    """The settings a weight's split reads (tp, and etp and ep for routed experts); a bare
+    integer is a TP size."""
+    return ParallelSpec(tp=parallel) if isinstance(parallel, int) else parallel.for_layer()
 
 
 @lru_cache(maxsize=4096)
-def linear_params_per_rank(model: ModelSpec, tp: int) -> float:
-    """One layer's linear-layer weights (biases, norms excepted) on one TP rank: the tensors an
+def layer_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
+    """One layer on one rank: each weight over the ranks of the mesh dimensions that split it
+    (TP weights / t, routed experts / (etp x ep)), replicated norms and row biases whole."""
+    mesh = _mesh(parallel)
+    return sum(L.stored_params(w, mesh) for w in layer_weights(model))
+
+
+@lru_cache(maxsize=4096)
+def expert_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
+    """The routed experts' share of layer_params_per_rank (0 for a dense layer)."""
+    mesh = _mesh(parallel)
+    return sum(L.stored_params(w, mesh) for w in layer_weights(model) if w.expert)
+
+
+@lru_cache(maxsize=4096)
+def linear_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
+    """One layer's linear-layer weights (biases, norms excepted) on one rank: the tensors an
     FP8 run keeps FP8 copies of."""
     ops = L.build_layer(model, ParallelSpec(), 1)
+    mesh = _mesh(parallel)
     return sum(
-        L.stored_params(w, tp)
+        L.stored_params(w, mesh)
         for op in ops
         if op.kind == "gemm"
         for w in op.weights
@@ -78,8 +94,9 @@ def _stage_params(
     """`layers` transformer layers; first / last: the stage holds the embedding / the output
     layer; apart: they are on different stages (then a tied output layer is a copy of its own)."""
     params = layers * layer_params_per_rank(model, t)
+    mesh = _mesh(t)
     if first:
-        params += sum(L.stored_params(w, t) for w in L.embedding_weights(model, t))
+        params += sum(L.stored_params(w, mesh) for w in L.embedding_weights(model, t))
     if last:
-        params += sum(L.stored_params(w, t) for w in L.output_weights(model, t, pipelined=apart))
+        params += sum(L.stored_params(w, mesh) for w in L.output_weights(model, t, pipelined=apart))
     return params

@@ -142,7 +142,7 @@ def _weight_grad_bytes(
     for op in L.build_layer(model, parallel, micro_batch, numerics):
         if op.kind == "gemm":
             total += sum(L.stored_bytes(s, parallel) for s in op.saves)
-            row = op.saves[0].shard == "tp"  # a row-parallel layer's input is TP-split
+            row = op.saves[0].shard == L.TP  # a row-parallel layer's input is TP-split
             split = parallel.tp if row and parallel.sequence_parallel else 1
             total += BYTES_16BIT * op.gemm.m * op.gemm.n / split
     return total

@@ -4,7 +4,7 @@ core attention, output projection, residual."""
 import dataclasses
 
 from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
-from simsp.model.ops import Attention, Collective, Dims, Gemm, Op, Saved, Weight
+from simsp.model.ops import SP, TP, WHOLE, Attention, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
@@ -38,7 +38,7 @@ def _core_unfused(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
             "attention",
             gemm=Gemm(s, s, d, b * a // t),
             selective=True,
-            saves=(Saved("Q, K", 2 * dm.heads_bytes(a), "tp"),),
+            saves=(Saved("Q, K", 2 * dm.heads_bytes(a), TP),),
         ),
         Op(
             "softmax",
@@ -47,7 +47,7 @@ def _core_unfused(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
             fwd_bytes=2 * BYTES_16BIT * as2b / t,
             bwd_bytes=3 * BYTES_16BIT * as2b / t,
             selective=True,
-            saves=(Saved("softmax output", BYTES_16BIT * as2b, "tp", selective=True),),
+            saves=(Saved("softmax output", BYTES_16BIT * as2b, TP, selective=True),),
         ),
     ]
     if dropout:
@@ -59,12 +59,12 @@ def _core_unfused(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
                 fwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t,
                 bwd_bytes=(2 * BYTES_16BIT + BYTES_MASK) * as2b / t,
                 selective=True,
-                saves=(Saved("softmax dropout mask", BYTES_MASK * as2b, "tp", selective=True),),
+                saves=(Saved("softmax dropout mask", BYTES_MASK * as2b, TP, selective=True),),
             )
         )
     # attention over V saves its probabilities: the dropout output, or (no dropout) the softmax
     # output already counted above.
-    probs = (Saved("dropout output", BYTES_16BIT * as2b, "tp", selective=True),) if dropout else ()
+    probs = (Saved("dropout output", BYTES_16BIT * as2b, TP, selective=True),) if dropout else ()
     ops += [
         Op(
             "attention over V",
@@ -72,7 +72,7 @@ def _core_unfused(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
             "attention",
             gemm=Gemm(s, d, s, b * a // t),
             selective=True,
-            saves=probs + (Saved("V", dm.heads_bytes(a), "tp"),),
+            saves=probs + (Saved("V", dm.heads_bytes(a), TP),),
         ),
         Op(
             "context permute",
@@ -105,9 +105,9 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
             attention=att,
             selective=True,
             saves=(
-                Saved("Q", dm.heads_bytes(dm.a), "tp"),
-                Saved("K, V", 2 * dm.heads_bytes(dm.g), "tp"),
-                Saved("log-sum-exp", lse, "tp", selective=True),
+                Saved("Q", dm.heads_bytes(dm.a), TP),
+                Saved("K, V", 2 * dm.heads_bytes(dm.g), TP),
+                Saved("log-sum-exp", lse, TP, selective=True),
             ),
         ),
     )
@@ -142,8 +142,8 @@ def _qk_norm(model: ModelSpec, dm: Dims) -> Op:
     qk = (dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g)) / dm.t
     full = model.qk_norm == "full"
     weights = (
-        Weight("q norm", dm.a * dm.d if full else dm.d, "tp" if full else "none"),
-        Weight("k norm", dm.g * dm.d if full else dm.d, "tp" if full else "none"),
+        Weight("q norm", dm.a * dm.d if full else dm.d, TP if full else WHOLE),
+        Weight("k norm", dm.g * dm.d if full else dm.d, TP if full else WHOLE),
     )
     return Op(
         "qk norm",
@@ -151,7 +151,7 @@ def _qk_norm(model: ModelSpec, dm: Dims) -> Op:
         "attention",
         fwd_bytes=2 * qk,
         bwd_bytes=3 * qk,
-        saves=(Saved("qk norm input", dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g), "tp"),),
+        saves=(Saved("qk norm input", dm.heads_bytes(dm.a) + dm.heads_bytes(dm.g), TP),),
         weights=weights,
     )
 
@@ -199,7 +199,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
             dm.h,
             model.linear_bias("qkv"),
             True,
-            Saved("qkv input", x, "sp"),
+            Saved("qkv input", x, SP),
             t,
         ),
     ]
@@ -223,7 +223,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
             dm.a * dm.d,
             model.linear_bias("projection"),
             False,
-            Saved("projection input", dm.heads_bytes(dm.a), "tp"),
+            Saved("projection input", dm.heads_bytes(dm.a), TP),
             t,
         ),
         tp_comms("attention exit", "attention", x, parallel, entry=False),

@@ -2,7 +2,7 @@
 of a layer, and the first stage's embedding and the last stage's output layer."""
 
 from simsp.model.blocks.loss import CROSS_ENTROPY
-from simsp.model.ops import Saved, Weight
+from simsp.model.ops import SP, TP, WHOLE, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.units import BYTES_16BIT, BYTES_MASK
 
@@ -11,7 +11,7 @@ def layer_input(model: ModelSpec, micro_batch: int, cp: int = 1) -> Saved:
     """What full recompute keeps per layer: its input, 2sbh (paper §5; sequence-sharded under
     SP), of the s/c tokens a context-parallel rank holds."""
     s = model.seq_len // cp
-    return Saved("layer input", BYTES_16BIT * s * micro_batch * model.hidden, "sp")
+    return Saved("layer input", BYTES_16BIT * s * micro_batch * model.hidden, SP)
 
 
 def embedding_saves(model: ModelSpec, micro_batch: int, cp: int = 1) -> tuple[Saved, ...]:
@@ -19,7 +19,7 @@ def embedding_saves(model: ModelSpec, micro_batch: int, cp: int = 1) -> tuple[Sa
     if model.dropout <= 0:
         return ()
     sbh = model.seq_len // cp * micro_batch * model.hidden
-    return (Saved("embedding dropout mask", BYTES_MASK * sbh, "sp"),)
+    return (Saved("embedding dropout mask", BYTES_MASK * sbh, SP),)
 
 
 def output_saves(
@@ -32,18 +32,18 @@ def output_saves(
     sb = model.seq_len // cp * micro_batch
     ce = CROSS_ENTROPY[cross_entropy]
     return (
-        Saved("final norm input", BYTES_16BIT * sb * model.hidden, "sp"),
-        Saved("output projection input", BYTES_16BIT * sb * model.hidden, "sp"),
-        Saved(ce.saved, ce.saved_bytes * sb * model.padded_vocab(tp), "tp"),
+        Saved("final norm input", BYTES_16BIT * sb * model.hidden, SP),
+        Saved("output projection input", BYTES_16BIT * sb * model.hidden, SP),
+        Saved(ce.saved, ce.saved_bytes * sb * model.padded_vocab(tp), TP),
     )
 
 
 def embedding_weights(model: ModelSpec, tp: int) -> tuple[Weight, ...]:
     """The first stage's tables: vocab-parallel word embeddings (padded vocabulary) and, for
     learned positions, a replicated s x h position table."""
-    words = (Weight("word embeddings", model.padded_vocab(tp) * model.hidden, "tp"),)
+    words = (Weight("word embeddings", model.padded_vocab(tp) * model.hidden, TP),)
     return words + (
-        (Weight("position embeddings", model.seq_len * model.hidden, "none"),)
+        (Weight("position embeddings", model.seq_len * model.hidden, WHOLE),)
         if model.position == "learned"
         else ()
     )
@@ -53,7 +53,7 @@ def output_weights(model: ModelSpec, tp: int, pipelined: bool) -> tuple[Weight, 
     """The last stage's final norm and output layer. A tied output layer reuses the word
     embeddings, but with pp > 1 the last stage keeps its own copy (Megatron's
     `shared_embedding`, synchronised by an all-reduce)."""
-    norm = Weight("final norm", (2 if model.norm == "layernorm" else 1) * model.hidden, "none")
+    norm = Weight("final norm", (2 if model.norm == "layernorm" else 1) * model.hidden, WHOLE)
     if model.tied_embeddings and not pipelined:
         return (norm,)
-    return (norm, Weight("output layer", model.padded_vocab(tp) * model.hidden, "tp"))
+    return (norm, Weight("output layer", model.padded_vocab(tp) * model.hidden, TP))

@@ -4,7 +4,7 @@ all-gathers in FP8, and FlashAttention keeping its own BF16 output."""
 
 import dataclasses
 
-from simsp.model.ops import Collective, Op, stored_bytes
+from simsp.model.ops import SP, Collective, Op, stored_bytes
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.precision import (
     BYTES_FP8,
@@ -74,7 +74,7 @@ def fp8_linear(op: Op, recipe: Recipe, stored_input_bytes: float) -> Op:
     `stored_input_bytes`: the saved input as one rank keeps it (sequence-sharded under SP),
     which is what the forward quantizes. A column-parallel layer (input sharded like `sp`)
     follows a norm."""
-    column = op.saves[0].shard == "sp"
+    column = op.saves[0].shard == SP
     elements = stored_input_bytes / BYTES_16BIT
     fused = column and recipe.fused_norm
     fwd = 0.0 if fused else cast_bytes(elements, recipe)

@@ -1,7 +1,7 @@
 """The MLP block: norm, first projection (gated or not), activation, second projection, residual."""
 
 from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
-from simsp.model.ops import Dims, Op, Saved
+from simsp.model.ops import SP, TP, Dims, Op, Saved
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT
@@ -35,7 +35,7 @@ def _activation(model: ModelSpec, dm: Dims) -> Op:
         "mlp",
         fwd_bytes=fwd * sbf / dm.t,
         bwd_bytes=bwd * sbf / dm.t,
-        saves=(Saved(f"{label} input", width * sbf, "tp"),),
+        saves=(Saved(f"{label} input", width * sbf, TP),),
     )
 
 
@@ -58,7 +58,7 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             dm.h,
             bias,
             True,
-            Saved(f"{fc1} input", x, "sp"),
+            Saved(f"{fc1} input", x, SP),
             t,
         ),
         _activation(model, dm),
@@ -70,7 +70,7 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             f,
             bias,
             False,
-            Saved(f"{fc2} input", BYTES_16BIT * dm.s * dm.b * f, "tp"),
+            Saved(f"{fc2} input", BYTES_16BIT * dm.s * dm.b * f, TP),
             t,
         ),
         tp_comms("mlp exit", "mlp", x, parallel, entry=False),

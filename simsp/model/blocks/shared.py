@@ -1,7 +1,7 @@
 """Pieces both blocks of a layer use: the pre-norm, TP linear layers, the TP/SP collectives at a
 region's entry and exit, and the exit into the residual stream."""
 
-from simsp.model.ops import Collective, Dims, Gemm, Op, Saved, Weight
+from simsp.model.ops import SP, TP, WHOLE, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.units import BYTES_MASK
 
@@ -37,8 +37,8 @@ def norm(model: ModelSpec, n: int, block: str, dm: Dims, after: bool = False) ->
         block,
         fwd_bytes=2 * dm.x / dm.seq,
         bwd_bytes=3 * dm.x / dm.seq,
-        saves=(Saved(f"{name} input", dm.x, "sp"),),
-        weights=(Weight(name, params, "none"),),
+        saves=(Saved(f"{name} input", dm.x, SP),),
+        weights=(Weight(name, params, WHOLE),),
     )
 
 
@@ -67,9 +67,9 @@ def linear(
     mpu/layers.py). A column layer's bias is split with it; a row layer's is whole and added
     after the reduction (by the residual kernel, not here)."""
     gemm = Gemm(m, n_full // t, k_full) if column else Gemm(m, n_full, k_full // t)
-    weights = (Weight(name, n_full * k_full, "tp"),)
+    weights = (Weight(name, n_full * k_full, TP),)
     if bias:
-        weights += (Weight(name + " bias", n_full, "tp" if column else "none"),)
+        weights += (Weight(name + " bias", n_full, TP if column else WHOLE),)
     return Op(name, "gemm", block, gemm=gemm, saves=(saved,), weights=weights)
 
 
@@ -80,7 +80,7 @@ def residual(model: ModelSpec, n: int, block: str, dm: Dims) -> Op:
     residual add (read two, write one) whose backward only reduces a bias gradient, if any."""
     x = dm.x / dm.seq
     if model.dropout > 0:
-        mask = Saved(f"{block} dropout mask", BYTES_MASK * dm.s * dm.b * dm.h, "sp")
+        mask = Saved(f"{block} dropout mask", BYTES_MASK * dm.s * dm.b * dm.h, SP)
         return Op(
             f"bias-dropout-add {n}",
             "bias_dropout_add",
