@@ -100,9 +100,7 @@ def _grid_value(file, key: str, v):
 def _grid_values(file, key, values) -> tuple:
     """One grid entry checked: a non-empty list of values of the key's type."""
     if key not in GRID_KEYS:
-        raise InputError(
-            file, f"grid.{key}", values, f"unknown grid key; known: {', '.join(GRID_KEYS)}"
-        )
+        raise InputError(file, f"grid.{key}", values, _unknown_grid_key(key))
     values = values if isinstance(values, list) else [values]
     if not values:
         raise InputError(file, f"grid.{key}", values, "must list at least one value")
@@ -342,3 +340,17 @@ def check_some_valid(spec: SweepSpec, counts: Counts) -> None:
             f"no valid configuration ({counts.invalid} invalid, {counts.too_big} too big); "
             f"the first: {counts.reason or 'the grid is empty'}",
         )
+
+
+def _unknown_grid_key(key: str) -> str:
+    """The rule for a grid key simsp does not know: the nearest known ones, not all of them (a
+    line stays readable as the spec classes grow)."""
+    import difflib
+
+    near = difflib.get_close_matches(str(key), GRID_KEYS, n=5, cutoff=0.5)
+    hint = (
+        f"did you mean {', '.join(near)}?"
+        if near
+        else "a grid key is a key of the workload's model, training or parallel section, or sp"
+    )
+    return f"unknown grid key ({len(GRID_KEYS)} known; {hint})"
