@@ -37,6 +37,16 @@ FAMILY_CONFIGS = {
     "nemotron": {"model_type": "nemotron", **SMALL},
     "gpt_neox": {"model_type": "gpt_neox", **SMALL},
     "gpt2": {"model_type": "gpt2", "n_layer": 4, "n_embd": 256, "n_head": 8, "vocab_size": 1000},
+    "mixtral": {"model_type": "mixtral", **SMALL, "num_local_experts": 4},
+    "qwen3_moe": {
+        "model_type": "qwen3_moe",
+        **SMALL,
+        "head_dim": 64,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "decoder_sparse_step": 2,
+    },
 }
 
 
@@ -67,9 +77,51 @@ def test_each_family_counts_as_transformers_does(family):
     assert simsp_count(config) == transformers_count(config)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in MODELS.iterdir() if p.is_dir()))
+def _read(name: str) -> dict:
+    return json.loads((MODELS / name / "config.json").read_text())
+
+
+def _shipped(readable: bool) -> list[str]:
+    """The shipped configs simsp reads (or, readable False, refuses by model_type)."""
+    from simsp.io.hf_families import MOE_TYPES
+
+    names = sorted(p.name for p in MODELS.iterdir() if p.is_dir())
+    return [n for n in names if (_read(n)["model_type"] not in MOE_TYPES) == readable]
+
+
+@pytest.mark.parametrize("name", _shipped(readable=True))
 def test_each_shipped_config_counts_as_transformers_does(name):
     """Mistral-7B-v0.1, Gemma-2-9B, Gemma-3-4B's text model, Qwen3-8B and OLMo-2-7B (their QK
-    norms, sandwich and post norms, GeGLU) and every other shipped config."""
-    config = json.loads((MODELS / name / "config.json").read_text())
+    norms, sandwich and post norms, GeGLU), Mixtral-8x7B, Qwen3-30B-A3B and Qwen3-235B-A22B
+    (their experts) and every other shipped config."""
+    config = _read(name)
     assert simsp_count(config) == transformers_count(config)
+
+
+@pytest.mark.parametrize("name", _shipped(readable=False))
+def test_a_shipped_config_simsp_cannot_read_yet_is_refused_by_name(name):
+    """DeepSeek-V3 (MLA), gpt-oss (sinks, biased experts), Llama-4 (chunked attention): one
+    clean error naming model_type, not a wrong count."""
+    from simsp.errors import InputError
+
+    with pytest.raises(InputError, match="model_type"):
+        model_fields(_read(name), "config.json")
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b"])
+def test_active_parameters_leave_out_the_experts_a_token_skips(name):
+    """Active = total - (E - k) / E of the routed experts' weights, the routed weights counted
+    from transformers' own tensors (`.experts.` in their names): Mixtral 12.9B of 46.7B,
+    Qwen3-30B-A3B 3.35B of 30.5B, as published."""
+    from simsp.model.params import active_params
+
+    config = _read(name)
+    hf = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf)
+    routed = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    experts = config.get("num_local_experts") or config["num_experts"]
+    k = config["num_experts_per_tok"]
+    expected = transformers_count(config) - routed * (experts - k) // experts
+    spec = ModelSpec(seq_len=4096, **model_fields(config, "config.json"))
+    assert active_params(spec) == expected

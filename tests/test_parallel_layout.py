@@ -401,14 +401,17 @@ def test_cp_and_fsdp_communication_are_drawn_on_streams_of_their_own():
 
 def test_the_expert_layout_numbers_the_same_gpus_a_second_time():
     """Megatron-Core's expert RankGenerator: the dense order with tp -> etp, cp -> 1, dp -> edp.
-    A dense run has etp = ep = 1, so the expert data-parallel group is every rank of a pipeline
-    stage: tp 8 x cp 2 x dp 16 = 256 ranks, 8 on each node."""
+    etp defaults to tp (--expert-tensor-parallel-size) and ep to 1, so the expert data-parallel
+    group is the rest of a pipeline stage: tp 8 x cp 2 x dp 16 / etp 8 = 32 ranks, one a node.
+    With etp 1 it is every rank of the stage, 8 on each node."""
     lay = layout(ParallelSpec(tp=8, pp=4, dp=16, cp=2), 8)
     assert lay.expert_order == ("etp", "cp", "ep", "edp", "pp")
-    assert (lay.group("etp").size, lay.group("ep").size) == (1, 1)
+    assert (lay.group("etp").size, lay.group("ep").size) == (8, 1)
     edp = lay.group("edp")
-    assert (edp.size, edp.ranks_per_node, edp.nodes) == (256, 8, 32)
-    assert lay.group("edp-pp").size == 1024 == lay.group("tp-cp-dp-pp").size
+    assert (edp.size, edp.ranks_per_node, edp.nodes) == (32, 1, 32)
+    assert lay.group("etp-edp-pp").size == 1024 == lay.group("tp-cp-dp-pp").size
+    flat = layout(ParallelSpec(tp=8, pp=4, dp=16, cp=2, etp=1), 8).group("edp")
+    assert (flat.size, flat.ranks_per_node, flat.nodes) == (256, 8, 32)
     with pytest.raises(KeyError):
         lay.group("tp-edp")
 

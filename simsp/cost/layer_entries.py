@@ -76,6 +76,14 @@ class LayerTime:
         """Exposed TP communication of an I pass."""
         return sum(e.seconds for e in self.split if e.stream == "comm")
 
+    def exposed_share(self, kind: str, *phases: str) -> float:
+        """The share of the exposed communication (stream comm) in `phases` that is of one kind
+        (ep_comm: a mixture of experts' token dispatch), 0 where none is exposed."""
+        entries = self.split if "input" in phases or "weight" in phases else self.entries
+        comm = [e for e in entries if e.stream == "comm" and e.phase in phases]
+        total = sum(e.seconds for e in comm)
+        return sum(e.seconds for e in comm if e.kind == kind) / total if total else 0.0
+
     def busy_s(self, kind: str, *phases: str) -> float:
         """Stream-busy seconds of one kind's entries (cp_comm: the context-parallel exchanges)."""
         return sum(e.busy_s for e in self.entries if e.kind == kind and e.phase in phases)

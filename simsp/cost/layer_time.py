@@ -30,6 +30,9 @@ from simsp.model.layer import Op
 from simsp.spec.layout import Placement
 from simsp.spec.parallel import ParallelSpec
 
+COMM_KINDS = {"cp": "cp_comm", "ep": "ep_comm", "etp": "ep_comm", "etp-ep": "ep_comm"}
+"""The entry kind of a collective by the group it runs over (other groups: comm)."""
+
 
 class _Pass:
     """Builds the entries of a layer with one cost model and parallel plan."""
@@ -47,14 +50,19 @@ class _Pass:
     def collective_s(self, collective) -> float:
         """A collective over the layout group it names."""
         group = self.place.group(collective.group)
+        net = self.cost.network
         if collective.op == "send_recv":
-            return self.cost.network.p2p_s(collective.bytes, group.nodes == 1)
-        return self.cost.network.group_s(collective.op, collective.bytes, group)
+            return net.p2p_s(collective.bytes, group.nodes == 1)
+        if collective.op == "all_to_all" and group.nodes > 1:
+            return net.all_to_all_s(
+                collective.bytes, group.size, group.ranks_per_node, collective.node_dedup
+            )
+        return net.group_s(collective.op, collective.bytes, group)
 
     def comm(self, op: Op, collective, phase: str, hidden_behind: float = 0.0) -> Entry:
         t = self.collective_s(collective)
         name = f"{op.name}: {collective.op.replace('_', '-')}"
-        kind = "cp_comm" if collective.group == "cp" else "comm"
+        kind = COMM_KINDS.get(collective.group, "comm")
         return Entry(name, phase, kind, "comm", max(0.0, t - hidden_behind), t, "nccl")
 
     def compute(self, name: str, phase: str, kind: str, timed: Timed) -> Entry:
@@ -70,6 +78,7 @@ class _Pass:
             and comm_op is not None
             and comm_op.kind == "comm"
             and collective is not None
+            and collective.group == "tp"
             and collective.op in ("all_gather", "reduce_scatter")
             and gemm_op is not None
             and gemm_op.kind == "gemm"
@@ -284,7 +293,39 @@ def layer_time(
         dataclasses.replace(e, phase="input") if e.phase == "backward" else e for e in split
     ]
     split += _host_wait(split, ("recompute", "input"), host_b)
+    if parallel.moe_a2a_overlap:
+        share = cost.hw.calibration.collective_sm_share
+        entries, backward = _beside_other_microbatch(entries, backward, share)
+        split = _beside_other_microbatch([], split, share)[1]
     return LayerTime(tuple(entries + backward), tuple(split))
+
+
+def _beside_other_microbatch(
+    forward: list[Entry], backward: list[Entry], sm_share: float
+) -> tuple[list[Entry], list[Entry]]:
+    """A mixture of experts' all-to-alls under EP overlap (Megatron-Core
+    --overlap-moe-expert-parallel-comm with --delay-wgrad-compute, combined_1f1b.py): in the
+    steady state the forward of one microbatch runs layer by layer beside the backward of
+    another, each one's dispatch and combine hidden behind the other's compute. The layer's
+    forward and backward together then take their compute, slowed by the SMs the all-to-alls
+    hold (shared_sms_s), or the all-to-alls where those outlast it; the excess shows as one
+    entry at the end of the backward. Warm-up and cool-down, where no pair exists, are priced
+    as paired too."""
+    ep = [e for e in forward + backward if e.kind == "ep_comm"]
+    if not ep:
+        return forward, backward
+    comm_s = sum(e.busy_s for e in ep)
+    compute_s = sum(e.seconds for e in forward + backward if e.stream == "compute")
+
+    def hidden(entries):
+        return [dataclasses.replace(e, seconds=0.0) if e.kind == "ep_comm" else e for e in entries]
+
+    extra = max(shared_sms_s(compute_s, comm_s, sm_share), comm_s) - compute_s
+    phase = backward[-1].phase if backward else "backward"
+    wait = Entry(
+        "all-to-alls beside the other microbatch", phase, "ep_comm", "comm", extra, extra, "nccl"
+    )
+    return hidden(forward), hidden(backward) + ([wait] if extra > 0 else [])
 
 
 def _neighbours(ops: tuple[Op, ...], i: int) -> tuple[Op | None, Op | None]:

@@ -222,6 +222,37 @@ class NetworkModel:
             return inter + self.intra_s(op, nbytes, g)
         return self.intra_s(RS, nbytes, g) + inter + self.intra_s(AG, nbytes, g)
 
+    def all_to_all_s(
+        self, nbytes: float, ranks: int, ranks_per_node: int, node_dedup: int = 0
+    ) -> float:
+        """An all-to-all of nbytes a rank (S / n to each of n peers) over a group of `ranks`,
+        `ranks_per_node` on each node. Inside a node: the NVLink table. Across N nodes of g: the
+        (g - 1) / n of S bound for the rank's own node goes over NVLink while the (n - g) / n
+        bound for other nodes goes out through the rank's share of the NICs, at the bus
+        bandwidth the multi-node table measured per GPU (nccl-tests' alltoall busbw factor
+        (n - 1) / n is the same per-rank traffic); the two run at once and the slower sets the
+        time. `node_dedup` k (DeepEP / HybridEP, arXiv 2412.19437 §3.2.2): the bytes are k routed
+        copies of T tokens and a token crosses the network once per distinct destination node,
+        expected N (1 - C(E - E/N, k) / C(E, k)) of the N nodes for k of E experts spread evenly
+        (drawn without replacement; E taken large, (1 - 1/N)^k), the rest forwarded over
+        NVLink inside the destination node."""
+        if ranks <= 1 or nbytes <= 0:
+            return 0.0
+        g = min(ranks_per_node, ranks)
+        nodes = ranks // g
+        if nodes == 1:
+            return self.latency_s + self._tables_s(A2A, nbytes, ranks, g)
+        remote = nbytes * (ranks - g) / ranks
+        if node_dedup:
+            per_token = nbytes / node_dedup
+            visited = nodes * (1.0 - (1.0 - 1.0 / nodes) ** node_dedup)
+            remote = per_token * visited * (nodes - 1) / nodes
+        local = self.intra_s(
+            A2A if any(k[0] == A2A for k in self.nvlink) else AG, nbytes * g / ranks, g
+        )
+        network = remote / (self.nic_busbw_gbps(remote, nodes) * 1e9)
+        return self.latency_s + max(local, network)
+
     def group_s(self, op: str, nbytes: float, group) -> float:
         """A collective over one group of the run's layout (layout.Group)."""
         return self.collective_s(op, nbytes, group.size, group.ranks_per_node)

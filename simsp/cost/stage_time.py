@@ -7,7 +7,7 @@ from simsp.cost.compute import CROSS_ENTROPY_KIND, FORWARD, gemm_grad_shapes
 from simsp.cost.gradient_sync import chunk_gradients
 from simsp.model.blocks.loss import CROSS_ENTROPY
 from simsp.model.layer import Gemm
-from simsp.model.params import linear_params_per_rank, stage_params
+from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.spec.layout import GRADIENT_GROUP, Layout, Placement
 from simsp.spec.precision import cast_bytes
 from simsp.spec.workload import Workload
@@ -131,23 +131,44 @@ def grad_bytes(w: Workload) -> float:
     return BYTES_FP32 if w.parallel.grad_reduce_in_fp32 else BYTES_16BIT
 
 
-def dp_allreduce_s(w: Workload, cost: CostModel, lay: Layout, params: float) -> float:
+def dp_allreduce_s(
+    w: Workload, cost: CostModel, lay: Layout, params: float, expert_params: float = 0.0
+) -> float:
     """A stage's gradient reduction over the DP group, its CP peers included (Megatron-Core DDP
     reduces main_grad over dp x cp): an all-reduce, or with the distributed optimizer a
-    reduce-scatter, each rank keeping the shard it updates."""
+    reduce-scatter, each rank keeping the shard it updates. The routed experts' gradients
+    (expert_params of the stage's params) reduce over their own expert-data-parallel group
+    (Megatron-Core keeps them in a buffer of their own, reduced over
+    get_expert_data_parallel_group), one after the other on the same stream."""
     op = "reduce_scatter" if w.parallel.distributed_optimizer else "all_reduce"
-    return cost.network.group_s(op, grad_bytes(w) * params, lay.group("-".join(GRADIENT_GROUP)))
+    return sum(
+        cost.network.group_s(op, grad_bytes(w) * n, group)
+        for n, group in _gradient_groups(lay, params, expert_params)
+    )
+
+
+def _gradient_groups(lay: Layout, params: float, expert_params: float) -> tuple:
+    """(parameters, group) of each parameter class: the dense ones over dp x cp, the routed
+    experts' over edp (absent for a dense model, so its sums stay as they were)."""
+    dense = (params - expert_params, lay.group("-".join(GRADIENT_GROUP)))
+    if not expert_params:
+        return (dense,)
+    return (dense, (expert_params, lay.group("edp")))
 
 
 def param_gather_s(
-    w: Workload, cost: CostModel, lay: Layout, params: float, stage: int = 0
+    w: Workload, cost: CostModel, lay: Layout, params: float, stage: int = 0, expert: float = 0.0
 ) -> float:
     """With the distributed optimizer, the all-gather of a stage's updated 16-bit parameters
-    from the shards each rank stepped (Megatron-Core `start_param_sync`); 0 without it."""
+    from the shards each rank stepped (Megatron-Core `start_param_sync`), the routed experts'
+    (`expert` of `params`) over their expert-data-parallel group; 0 without it."""
     if not w.parallel.distributed_optimizer:
         return 0.0
-    group = lay.group("-".join(GRADIENT_GROUP))
-    return cost.network.group_s("all_gather", gathered_bytes(w, stage, params), group)
+    total = gathered_bytes(w, stage, params)
+    groups = _gradient_groups(lay, params, expert)
+    if len(groups) == 1:
+        return cost.network.group_s("all_gather", total, groups[0][1])
+    return sum(cost.network.group_s("all_gather", total * n / params, g) for n, g in groups)
 
 
 def chunk_param_gather_s(
@@ -172,7 +193,7 @@ def gathered_bytes(w: Workload, stage: int, params: float) -> float:
     if per_linear == BYTES_16BIT:
         return BYTES_16BIT * params
     linear = w.parallel.stage_layers(w.model.layers, stage) * linear_params_per_rank(
-        w.model, w.parallel.tp
+        w.model, w.parallel
     )
     return BYTES_16BIT * (params - linear) + per_linear * linear
 
@@ -190,7 +211,9 @@ def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
     its dp x cp shard with the distributed optimizer); Adam at its measured rate where there is
     one."""
     params = stage_params(w.model, w.parallel, stage)
-    shard = params / w.parallel.optimizer_shards
+    expert = stage_expert_params(w.model, w.parallel, stage)
+    shard = (params - expert) / w.parallel.optimizer_shards
+    shard += expert / w.parallel.expert_optimizer_shards if expert else 0.0
     if w.parallel.fsdp:  # gradients arrive sharded: every pass is over the shard
         params = shard
     mb = cost.compute.memory_bound
@@ -206,7 +229,7 @@ def fp8_weight_cast_s(w: Workload, cost: CostModel, stage: int) -> float:
     if not numerics.fp8:
         return 0.0
     layers = w.parallel.stage_layers(w.model.layers, stage)
-    elements = layers * linear_params_per_rank(w.model, w.parallel.tp)
+    elements = layers * linear_params_per_rank(w.model, w.parallel)
     return cost.compute.memory_bound(cast_bytes(elements, numerics.fp8_recipe), "fp8_cast").seconds
 
 

@@ -46,6 +46,11 @@ from simsp.io.hf_families import (
     Family,
 )
 
+MOE_REFUSED = (
+    "is a mixture of experts whose layers simsp does not model yet "
+    "(it reads mixtral and qwen3_moe configs)"
+)
+
 
 def model_fields(config: dict, source: str) -> dict:
     """ModelSpec keyword values (all but seq_len and vocab_divisible_by) for a parsed
@@ -61,7 +66,8 @@ def model_fields(config: dict, source: str) -> dict:
         )
     fam = _family(config, source)
     config = {**dict(fam.class_defaults), **config}
-    _refuse_moe(config, source)
+    if fam.experts is None:
+        _refuse_moe(config, source)
     heads = _positive(config, source, fam.heads)
     hidden = _positive(config, source, fam.hidden)
     _check_rope(config, source)
@@ -83,7 +89,38 @@ def model_fields(config: dict, source: str) -> dict:
         "qk_norm": fam.qk_norm,
         "norm_placement": fam.norm_placement,
         **_window(config, source, fam),
+        **_experts(config, source, fam),
     }
+
+
+def _experts(config, source, fam) -> dict:
+    """A mixture of experts' ModelSpec fields (none for a dense family): the routed experts and
+    top-k, one expert's inner size, which layers are sparse (every n-th; a list of dense
+    layers must be the first k)."""
+    moe = fam.experts
+    if moe is None:
+        return {}
+    count = _as_positive(source, moe.count, config.get(moe.count, moe.count_default))
+    topk = _as_positive(source, moe.topk, config.get(moe.topk, moe.topk_default))
+    if topk > count:
+        raise InputError(source, moe.topk, topk, f"must be at most {moe.count} ({count})")
+    out = {"experts": count, "router_topk": topk}
+    if moe.ffn:
+        out["moe_ffn"] = _as_positive(source, moe.ffn, config.get(moe.ffn, moe.ffn_default))
+    if moe.every:
+        out["moe_every"] = _as_positive(source, moe.every, config.get(moe.every, moe.every_default))
+    dense = config.get(moe.dense_list) if moe.dense_list else None
+    if dense:
+        if not isinstance(dense, list) or dense != list(range(len(dense))):
+            raise InputError(
+                source, moe.dense_list, dense, "must list the first k layers (0, 1, ..., k - 1)"
+            )
+        if out.get("moe_every", 1) > 1:
+            raise InputError(
+                source, moe.every, out["moe_every"], f"must be 1 where {moe.dense_list} is set"
+            )
+        out["dense_layers"] = len(dense)
+    return out
 
 
 def _family(config, source) -> Family:
@@ -93,7 +130,7 @@ def _family(config, source) -> Family:
     refused."""
     kind = config.get("model_type")
     if isinstance(kind, str) and kind in MOE_TYPES:
-        raise InputError(source, "model_type", kind, "MoE is not supported yet")
+        raise InputError(source, "model_type", kind, MOE_REFUSED)
     if not isinstance(kind, str) or kind not in FAMILIES:
         rule = f"must be one of {', '.join(FAMILIES)}"
         raise InputError(
@@ -109,7 +146,7 @@ def _refuse_moe(config, source):
     for key in MOE_KEYS:
         value = config.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 1:
-            raise InputError(source, key, value, "MoE is not supported yet")
+            raise InputError(source, key, value, MOE_REFUSED)
 
 
 def _positive(config, source, key) -> int:

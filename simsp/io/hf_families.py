@@ -12,9 +12,7 @@ TF = "transformers v4.46.3 src/transformers/models/"
 
 MOE_TYPES = frozenset(
     {
-        "mixtral",
         "qwen2_moe",
-        "qwen3_moe",
         "qwen3_next",
         "deepseek_v2",
         "deepseek_v3",
@@ -38,7 +36,8 @@ MOE_TYPES = frozenset(
         "bailing_moe",
     }
 )
-"""Mixture-of-experts model_types, refused by name."""
+"""Mixture-of-experts model_types not read yet, refused by name (mixtral and qwen3_moe are
+FAMILIES with `experts`)."""
 
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 """Expert-count keys (Mixtral, Qwen-MoE, DeepSeek, Megatron exports): more than one expert is
@@ -62,6 +61,25 @@ PLAIN_ACTS = {
 }
 """Activation of a two-matrix (up, act, down) MLP -> ModelSpec.mlp. relu2 is
 ReLUSquaredActivation (activations.py); the gelu variants differ only in their approximation."""
+
+
+@dataclass(frozen=True)
+class Experts:
+    """How a mixture-of-experts family spells its experts (keys, and its class's defaults)."""
+
+    count: str
+    count_default: int
+    topk: str
+    topk_default: int
+    ffn: str | None = None
+    """Key of one routed expert's inner size; None: the family's MLP size key (Mixtral)."""
+    ffn_default: int = 0
+    every: str | None = None
+    """Key of the MoE-layer step (Qwen3-MoE decoder_sparse_step: every n-th layer from 1)."""
+    every_default: int = 1
+    dense_list: str | None = None
+    """Key of a list of dense layers (Qwen3-MoE mlp_only_layers), read as ModelSpec.dense_layers
+    where it is the first k layers."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +136,8 @@ class Family:
     class_defaults: tuple[tuple[str, object], ...] = ()
     """Shape keys the family's own config.json files leave to the class (Gemma-3's text_config
     names neither its heads nor its vocabulary), with the class's defaults."""
+    experts: Experts | None = None
+    """A mixture of experts' keys; None: a dense family."""
 
 
 HF_SHAPE_KEYS = {
@@ -312,6 +332,39 @@ FAMILIES["phi3"] = Family(
 # Mistral reads its window (configuration_mistral.py sliding_window=4096), every layer local.
 FAMILIES["mistral"] = dataclasses.replace(
     FAMILIES["mistral"], window="sliding_window", window_default=4096
+)
+
+# configuration_mixtral.py: num_local_experts=8, num_experts_per_tok=2, num_key_value_heads=8,
+# sliding_window=None, head_dim=None, tie_word_embeddings=False. modeling_mixtral.py:
+# MixtralSparseMoeBlock gate Linear(h, E, bias=False) and E experts w1, w3 (h -> intermediate_size)
+# and w2 back, no bias; every layer sparse.
+FAMILIES["mixtral"] = Family(
+    source=TF457 + "mixtral/configuration_mixtral.py, mixtral/modeling_mixtral.py",
+    **LLAMA_STYLE,
+    kv_default=8,
+    head_dim="head_dim",
+    window="sliding_window",
+    experts=Experts("num_local_experts", 8, "num_experts_per_tok", 2),
+)
+# configuration_qwen3_moe.py: num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
+# decoder_sparse_step=1, mlp_only_layers=[] (dense layers of intermediate_size), head_dim 128,
+# num_key_value_heads=4, attention_bias=False, tie_word_embeddings=False. modeling_qwen3_moe.py:
+# a layer is sparse when not in mlp_only_layers and (layer_idx + 1) % decoder_sparse_step == 0;
+# gate Linear(h, E, bias=False); q_norm / k_norm over head_dim, as Qwen3.
+FAMILIES["qwen3_moe"] = dataclasses.replace(
+    FAMILIES["qwen3"],
+    source=TF457 + "qwen3_moe/configuration_qwen3_moe.py, qwen3_moe/modeling_qwen3_moe.py",
+    kv_default=4,
+    experts=Experts(
+        "num_experts",
+        128,
+        "num_experts_per_tok",
+        8,
+        ffn="moe_intermediate_size",
+        ffn_default=768,
+        every="decoder_sparse_step",
+        dense_list="mlp_only_layers",
+    ),
 )
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")

@@ -28,6 +28,7 @@ from simsp.model.blocks.ends import (
 )
 from simsp.model.blocks.fp8 import fp8_layer
 from simsp.model.blocks.mlp import ACTIVATIONS, mlp_ops
+from simsp.model.blocks.moe import moe_ops
 from simsp.model.ops import (
     EXPERTS,
     SHARDS,
@@ -78,10 +79,12 @@ __all__ = [
 def build_layer(
     model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
 ) -> tuple[Op, ...]:
-    """The ops of one layer on one TP rank for one microbatch: attention block, then MLP block,
-    in the run's precision."""
+    """The ops of one layer on one rank for one microbatch: attention block, then the MLP block
+    (a mixture of experts' where the layer kind has experts: model/stack.py), in the run's
+    precision."""
     dm = Dims.of(model, parallel, micro_batch)
-    ops = (*attention_ops(model, parallel, dm), *mlp_ops(model, parallel, dm))
+    mlp = moe_ops if model.experts else mlp_ops
+    ops = (*attention_ops(model, parallel, dm), *mlp(model, parallel, dm))
     return fp8_layer(_attention_kernel(ops, numerics.attention_kernel), numerics, parallel)
 
 

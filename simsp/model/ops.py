@@ -142,8 +142,12 @@ class Collective:
     bytes: float
     """Message size in nccl-tests terms (the full, gathered buffer; a send's own bytes)."""
     group: str = "tp"
-    """The layout group it runs over (layout.LAYER_GROUPS): tp, or cp for context
-    parallelism's exchanges."""
+    """The layout group it runs over (layout.LAYER_GROUPS): tp, cp for context parallelism's
+    exchanges, ep, etp or etp-ep for a mixture of experts' token dispatch."""
+    node_dedup: int = 0
+    """An all-to-all of routed token copies sent once per destination node and forwarded over
+    NVLink there (DeepEP / HybridEP): each token's k copies (this value) cross the network only
+    to the distinct nodes they go to. 0: every copy travels on its own."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +158,10 @@ class Op:
     kind: str
     """gemm, attention_gemm, flash_attention, layernorm, rmsnorm, softmax, dropout, gelu, swiglu,
     squared_relu, rope, bias_dropout_add, residual_add, bias, copy, residual_grad (backward only),
-    comm, or amax (an FP8 scale's all-reduce, no linear layer's entry or exit)."""
+    comm, amax (an FP8 scale's all-reduce, no linear layer's entry or exit), router (a mixture
+    of experts' score and top-k kernels) or permute (its token permutation)."""
     block: str
-    """attention or mlp."""
+    """attention or mlp (a mixture of experts' block too)."""
     gemm: Gemm | None = None
     attention: Attention | None = None
     fwd_bytes: float = 0.0
@@ -174,6 +179,9 @@ class Op:
     bwd_comm: Collective | None = None
     overlaps_wgrad: bool = False
     """Its backward collective runs alongside the next GEMM's weight gradient (paper §6.2)."""
+    keeps_precision: bool = False
+    """A GEMM that stays in 16 bits (or fp32) under FP8: a mixture of experts' router, a torch
+    linear outside Transformer Engine."""
 
     @property
     def fwd_flops(self) -> float:

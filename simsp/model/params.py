@@ -10,6 +10,7 @@ from simsp.model import layer as L
 from simsp.model import stack
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
+from simsp.spec.schedules import virtual_stage
 
 
 @lru_cache(maxsize=4096)
@@ -71,30 +72,85 @@ def total_params(model: ModelSpec) -> int:
     return layers + sum(w.numel for w in ends)
 
 
+def active_params(model: ModelSpec) -> int:
+    """Parameters one token passes through: total_params less the routed experts it is not
+    sent to, (E - k) / E of each mixture-of-experts layer's routed weights."""
+    if not model.experts:
+        return total_params(model)
+    routed = sum(
+        n * sum(w.numel for w in layer_weights(kind) if w.expert) for kind, n in stack.counts(model)
+    )
+    return total_params(model) - round(routed * (model.experts - model.router_topk) / model.experts)
+
+
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
-    """Parameters one TP rank of a pipeline stage holds: its layers, plus the embedding tables
-    on the first stage and the final norm and output layer on the last."""
+    """Parameters one rank of a pipeline stage holds: its layers (the slices of the stack its
+    model chunks hold), plus the embedding tables on the first stage and the final norm and
+    output layer on the last."""
     last = parallel.last_stage
-    layers = parallel.stage_layers(model.layers, stage)
-    return _stage_params(model, parallel.tp, layers, stage == 0, stage == last, last != 0)
+    if stack.uniform(model):
+        layers = parallel.stage_layers(model.layers, stage)
+        return _stage_params(
+            model, parallel.for_layer(), layers, stage == 0, stage == last, last != 0
+        )
+    return sum(chunk_params(model, parallel, vs) for vs in _stage_chunks(parallel, stage))
+
+
+def stage_expert_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
+    """The routed experts' share of stage_params: their gradients reduce, and their optimizer
+    state shards, over the expert-data-parallel group."""
+    if not model.experts:
+        return 0.0
+    return sum(
+        _chunk_params(model, parallel.for_layer(), *_chunk_slice(model, parallel, vs), True)
+        for vs in _stage_chunks(parallel, stage)
+    )
 
 
 def chunk_params(model: ModelSpec, parallel: ParallelSpec, vs: int) -> float:
-    """Parameters one TP rank holds for virtual stage vs (one model chunk): its layers, plus the
-    embedding on the first and the final norm and output layer on the last."""
+    """Parameters one rank holds for virtual stage vs (one model chunk): its slice of the stack,
+    plus the embedding on the first and the final norm and output layer on the last."""
     last = parallel.pp * parallel.chunks - 1
-    layers = parallel.chunk_layers(model.layers)[vs]
-    return _stage_params(model, parallel.tp, layers, vs == 0, vs == last, last != 0)
+    start, n = _chunk_slice(model, parallel, vs)
+    mesh = parallel.for_layer()
+    if stack.uniform(model):
+        return _stage_params(model, mesh, n, vs == 0, vs == last, last != 0)
+    layers = _chunk_params(model, mesh, start, n, False)
+    return layers + _stage_params(model, mesh, 0, vs == 0, vs == last, last != 0)
+
+
+def _stage_chunks(parallel: ParallelSpec, stage: int) -> tuple[int, ...]:
+    """The virtual stages a pipeline stage holds."""
+    return tuple(
+        virtual_stage(parallel.pp, stage, c, parallel.placement) for c in range(parallel.chunks)
+    )
+
+
+def _chunk_slice(model: ModelSpec, parallel: ParallelSpec, vs: int) -> tuple[int, int]:
+    """(first layer, layers) of virtual stage vs."""
+    counts = parallel.chunk_layers(model.layers)
+    return sum(counts[:vs]), counts[vs]
+
+
+@lru_cache(maxsize=4096)
+def _chunk_params(
+    model: ModelSpec, mesh: ParallelSpec, start: int, n: int, experts_only: bool
+) -> float:
+    """Layers start to start + n on one rank (only the routed experts' weights if experts_only)."""
+    per_layer = expert_params_per_rank if experts_only else layer_params_per_rank
+    if stack.uniform(model):
+        return n * per_layer(model, mesh)
+    return sum(per_layer(kind, mesh) for kind in stack.kinds(model)[start : start + n])
 
 
 @lru_cache(maxsize=4096)
 def _stage_params(
-    model: ModelSpec, t: int, layers: int, first: bool, last: bool, apart: bool
+    model: ModelSpec, mesh: ParallelSpec, layers: int, first: bool, last: bool, apart: bool
 ) -> float:
-    """`layers` transformer layers; first / last: the stage holds the embedding / the output
+    """`layers` identical layers; first / last: the stage holds the embedding / the output
     layer; apart: they are on different stages (then a tied output layer is a copy of its own)."""
-    params = layers * layer_params_per_rank(model, t)
-    mesh = _mesh(t)
+    t = mesh.tp
+    params = layers * layer_params_per_rank(model, mesh)
     if first:
         params += sum(L.stored_params(w, mesh) for w in L.embedding_weights(model, t))
     if last:

@@ -1,10 +1,12 @@
 """The model as a stack of layer kinds: what each layer of the model is, in order.
 
 A layer kind is a `ModelSpec` with that layer's own settings resolved: a local layer keeps the
-sliding window, a global one has none. Layers of one kind share one op list (`layer.build_layer`),
-so a model of identical layers has one kind and every sum over the stack is n copies of one
-layer. Parameters, FLOPs and a pipeline chunk's time sum over the stack, or over the slice of it
-a chunk holds. The embedding and the loss stay the ends of a stage (blocks/ends.py).
+sliding window, a global one has none; a mixture-of-experts layer keeps its experts, a dense one
+(DeepSeek-V3's first three, Llama-4's every other) has none. Layers of one kind share one op list
+(`layer.build_layer`), so a model of identical layers has one kind and every sum over the stack
+is n copies of one layer. Parameters, FLOPs and a pipeline chunk's time sum over the stack, or
+over the slice of it a chunk holds. The embedding and the loss stay the ends of a stage
+(blocks/ends.py).
 """
 
 import dataclasses
@@ -13,21 +15,34 @@ from functools import lru_cache
 
 from simsp.spec.model import ModelSpec
 
+_DENSE = {"experts": 0, "moe_ffn": 0, "router_topk": 2, "shared_expert_ffn": 0}
+"""A dense layer's expert settings: those of a model without experts."""
+
+
+def kind(model: ModelSpec, layer: int) -> ModelSpec:
+    """Layer `layer`'s kind: the model with that layer's window and experts resolved and the
+    patterns that chose them cleared."""
+    pattern = {"global_every": 0, "dense_layers": 0, "moe_every": 1}
+    window = {} if model.local(layer) else {"sliding_window": 0}
+    experts = {} if model.moe_layer(layer) else _DENSE
+    return dataclasses.replace(model, **pattern, **window, **experts)
+
 
 @lru_cache(maxsize=4096)
 def kinds(model: ModelSpec) -> tuple[ModelSpec, ...]:
-    """One kind per layer, in order (a tuple of at most two distinct specs: local, global)."""
-    local = dataclasses.replace(model, global_every=0)
-    whole = dataclasses.replace(model, sliding_window=0, global_every=0)
-    return tuple(local if model.local(i) else whole for i in range(model.layers))
+    """One kind per layer, in order (a few distinct specs: local or global, dense or experts)."""
+    return tuple(kind(model, i) for i in range(model.layers))
 
 
 def uniform(model: ModelSpec) -> bool:
     """Whether every layer is of one kind: no window, every layer local (global_every 0, or
-    fewer layers than it), or every layer global (global_every 1). Read from the settings, not
-    the kinds, as sweeps ask it of every configuration."""
+    fewer layers than it), or every layer global (global_every 1); and no experts, or experts in
+    every layer. Read from the settings, not the kinds, as sweeps ask it of every
+    configuration."""
     every = model.global_every
-    return not model.window or every in (0, 1) or model.layers < every
+    windows = not model.window or every in (0, 1) or model.layers < every
+    experts = not model.experts or (model.dense_layers == 0 and model.moe_every == 1)
+    return windows and experts
 
 
 @lru_cache(maxsize=4096)

@@ -153,13 +153,19 @@ def run_summary(r: Result) -> str:
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
         f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
-        f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
+        + (f"EP comm {br['ep_comm_s']:.3f} s, " if "ep_comm_s" in br else "")
+        + f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
         + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
         + f"bubble {_seconds(br['bubble_s'])} s, "
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
-        accuracy_line(r.hardware, r.workload.training.precision),
+        accuracy_line(r.hardware, r.workload.training.precision)
+        + (
+            " (dense runs; mixture-of-experts runs: `simsp validate --set moe`)"
+            if r.workload.model.experts
+            else ""
+        ),
     ]
     return "\n".join(lines)
 

@@ -319,6 +319,9 @@ def clear_caches() -> None:
         params.layer_weights,
         params.layer_params_per_rank,
         params._stage_params,
+        params._chunk_params,
+        params.expert_params_per_rank,
+        params.linear_params_per_rank,
         flops._layer_forward,
     ):
         f.cache_clear()

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from simsp.cost import fsdp
 from simsp.model import layer as L
-from simsp.model.params import linear_params_per_rank, stage_params
+from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.sim.schedule import (
     build,
     stage_and_chunk,
@@ -187,18 +187,19 @@ def in_flight_chunks(schedule: str, p: int, m: int, v: int, stage: int) -> int:
     return min(warmup_1f1b(p, m, stage) + 1, m)
 
 
-def weight_bytes_per_param(parallel: ParallelSpec) -> float:
+def weight_bytes_per_param(parallel: ParallelSpec, shards: int = 0) -> float:
     """18 bytes (bf16 weight, fp32 grad, fp32 master, two fp32 Adam moments), or 6 + 12/(d c)
     sharded over the data-parallel ranks and their context-parallel peers (Megatron-Core
     docs/source/api-guide/dist_optimizer.md), 6 + 10/(d c) with 16-bit master remainders
-    (store_param_remainders); 2 fewer with bf16 gradients."""
+    (store_param_remainders); 2 fewer with bf16 gradients. `shards`: over another group than
+    d x c (a routed expert's state over edp)."""
     if parallel.fsdp:
         return fsdp.weight_bytes_per_param(parallel.optimizer_shards)
     grad = 0.0 if parallel.grad_reduce_in_fp32 else -2.0
     if not parallel.distributed_optimizer:
         return grad + 18.0
     state = 10.0 if parallel.store_param_remainders else 12.0
-    return grad + 6 + state / parallel.optimizer_shards
+    return grad + 6 + state / (shards or parallel.optimizer_shards)
 
 
 def steady_microbatches(p: int, m: int) -> int:
@@ -306,11 +307,14 @@ def static_bytes(w: Workload, stage: int) -> float:
     (cost/fsdp.py); the FP8 weight copies and TE's cached dummy gradients, which live as long.
     The engine's HBM track starts from it (plan.Plan.weights_bytes)."""
     params = stage_params(w.model, w.parallel, stage)
+    expert = stage_expert_params(w.model, w.parallel, stage)
     weights = (
-        params * weight_bytes_per_param(w.parallel)
+        (params - expert) * weight_bytes_per_param(w.parallel)
         + fp8_weight_bytes(w, stage)
         + dummy_wgrad_bytes(w, stage)
     )
+    if expert:
+        weights += expert * weight_bytes_per_param(w.parallel, w.parallel.expert_optimizer_shards)
     if w.parallel.fsdp:
         weights += fsdp.in_flight_bytes(w, params)
     return weights
@@ -325,7 +329,7 @@ def fp8_weight_bytes(w: Workload, stage: int) -> float:
         return 0.0
     par = w.parallel
     layers = 2 if par.fsdp and par.pp == 1 else par.stage_layers(w.model.layers, stage)
-    return per_param * layers * linear_params_per_rank(w.model, par.tp)
+    return per_param * layers * linear_params_per_rank(w.model, par)
 
 
 def dummy_wgrad_bytes(w: Workload, stage: int) -> float:

@@ -24,7 +24,7 @@ from simsp.cost.layer_time import layer_time
 from simsp.errors import InputError
 from simsp.model import stack
 from simsp.model.layer import build_layer
-from simsp.model.params import stage_params
+from simsp.model.params import stage_expert_params, stage_params
 from simsp.sim import schedule
 from simsp.sim.memory import (
     chunk_activation_bytes,
@@ -365,6 +365,7 @@ def stage_costs(
         )
     ends = parts.ends(w, cost, lay)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
+    experts = by_stage(p, lambda s: stage_expert_params(w.model, par, s))
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
     amax = partial(st.amax_reduction_s, w, cost, lay)
     mixed = None if stack.uniform(w.model) else _kind_times(w, cost, lay, parts, rest is not None)
@@ -379,7 +380,7 @@ def stage_costs(
         p2p_s=p2p,
         dp_s=(0.0,) * p  # FSDP reduces each layer's gradients as its backward ends
         if par.fsdp
-        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s])),
+        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s], experts[s])),
         overlap_dp=par.overlap_grad_reduce,
         comm_sm_share=cost.hw.calibration.collective_sm_share,
         dp_buckets=buckets,
@@ -388,7 +389,7 @@ def stage_costs(
         else (),
         embedding_sync_s=st.embedding_sync_s(w, cost),
         optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
-        param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p)
+        param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p, experts)
         if par.distributed_optimizer
         else (),
         schedule=par.schedule,
@@ -398,7 +399,7 @@ def stage_costs(
 
 
 def _param_gather(
-    w: Workload, cost: CostModel, lay: Layout, params, chunks, buckets, p2p_s: float
+    w: Workload, cost: CostModel, lay: Layout, params, chunks, buckets, p2p_s: float, experts
 ) -> tuple:
     """The exposed parameter all-gather of each stage: with interleaving and overlap, each
     chunk's gather against that chunk's first forward (interleaved_gather_exposed_s); otherwise
@@ -407,7 +408,7 @@ def _param_gather(
     forwards and sends of the stages before; the forwards beside the hidden part run on the SMs
     the gather leaves (gather_beside_forwards_s)."""
     par, p = w.parallel, w.parallel.pp
-    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s))
+    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s, experts[s]))
     warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
     per_chunk = par.overlap_param_gather and par.chunks > 1 and par.schedule == "interleaved"
     fill, out, share = 0.0, [], cost.hw.calibration.collective_sm_share

@@ -31,7 +31,15 @@ PASS_TP = {
     "backward_input": "input_tp_s",
     "backward_weight": "weight_tp_s",
 }
-"""Span kinds of the pipeline passes, and the ChunkCost field of their exposed TP time."""
+"""Span kinds of the pipeline passes, and the ChunkCost field of their exposed TP time (the
+expert-parallel dispatch's included, split out by the layer's share of it: PASS_PHASES)."""
+PASS_PHASES = {
+    "forward": ("forward",),
+    "backward": ("recompute", "backward"),
+    "backward_input": ("recompute", "input"),
+    "backward_weight": ("weight",),
+}
+"""The layer-entry phases of each pass."""
 
 
 @dataclass(frozen=True)
@@ -92,12 +100,15 @@ class Result:
         spans = [s for s in self.sim.spans if s.stage == stage]
         passes = [s for s in spans if s.kind in PASS_TP]
         plan = self.plan
-        tp = sharded = 0.0
+        tp = sharded = ep = 0.0
         for span in passes:
             chunk = plan.chunks[virtual_stage(plan.p, stage, span.chunk, plan.placement)]
-            tp += getattr(chunk, PASS_TP[span.kind])
+            exposed = getattr(chunk, PASS_TP[span.kind])
+            share = plan.layer.exposed_share("ep_comm", *PASS_PHASES[span.kind]) if exposed else 0
+            tp += exposed * (1.0 - share)
+            ep += exposed * share
             sharded += getattr(chunk, PASS_FSDP[span.kind]) if span.kind in PASS_FSDP else 0.0
-        compute = sum(s.dur_s for s in passes) - tp - sharded
+        compute = sum(s.dur_s for s in passes) - tp - ep - sharded
         pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
         busy_end = max(
             (
@@ -109,11 +120,12 @@ class Result:
         )
         dp = self.sim.stage_done_s[stage] - busy_end + self.plan.gather_s[stage]
         opt = self.plan.optimizer_s[stage]
-        bubble = self.iteration_time_s - (compute + tp + sharded + pp + dp + opt)
+        bubble = self.iteration_time_s - (compute + tp + ep + sharded + pp + dp + opt)
         return {
             "stage": stage,
             "compute_s": compute,
             "tp_comm_s": tp,
+            **({"ep_comm_s": ep} if self.workload.model.experts else {}),
             "pp_comm_s": pp,
             "dp_comm_s": dp,
             "fsdp_comm_s": sharded,

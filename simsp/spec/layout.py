@@ -14,8 +14,8 @@ The expert layers of a mixture of experts are laid over the same GPUs in a secon
 Megatron-Core's second RankGenerator does ("MoE parallel folding", arXiv 2504.14960): the same
 order string with tp read as etp (expert tensor parallel), cp as 1, ep as ep and dp as edp
 (expert data parallel), pp shared. A group names dense dimensions (tp, cp, ep, dp, pp) or expert
-ones (etp, ep, edp, pp), not both; `Layout.group` walks the order its names belong to. etp and
-ep are 1 until a model has experts.
+ones (etp, ep, edp, pp), not both; `Layout.group` walks the order its names belong to. The
+dense order's ep is 1 (Megatron-Core's decoder RankGenerator is built with ep=1).
 """
 
 import math
@@ -132,10 +132,11 @@ def layout(parallel: ParallelSpec, gpus_per_node: int) -> Layout:
     """The run's layout on nodes of `gpus_per_node` GPUs, in the spec's rank order."""
     order = tuple(parallel.order.split("-"))
     expert = tuple(1 if d == "cp" else parallel.size(EXPERT_DIMENSIONS[d]) for d in order)
-    return Layout(order, tuple(parallel.size(d) for d in order), gpus_per_node, expert)
+    dense = tuple(1 if d == "ep" else parallel.size(d) for d in order)
+    return Layout(order, dense, gpus_per_node, expert)
 
 
-LAYER_GROUPS = ("tp", "cp")
+LAYER_GROUPS = ("tp", "cp", "ep", "etp", "etp-ep")
 """The groups one layer's collectives run over."""
 
 

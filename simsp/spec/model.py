@@ -24,6 +24,7 @@ BIAS_KINDS = (True, False, "qkv")
 ATTENTION_KINDS = ("flash", "unfused")
 QK_NORM_KINDS = ("none", "head", "full")
 NORM_PLACEMENTS = ("pre", "post", "sandwich")
+ROUTER_SCORES = ("softmax", "sigmoid")
 ZERO_OK = {"allow_zero": True}
 """Field metadata: 0 is a meaningful value (no dropout), not a missing one."""
 
@@ -90,6 +91,25 @@ class ModelSpec:
     """With a sliding window: every n-th layer, counting from 1, attends globally and the rest
     locally (Gemma-2 2, Gemma-3 6: transformers' `layer_types`); 0 makes every layer local
     (Mistral-7B-v0.1)."""
+    experts: int = field(default=0, metadata=ZERO_OK)
+    """Routed experts E of a mixture-of-experts layer (Megatron-Core `num_moe_experts`); 0 is a
+    dense model."""
+    moe_ffn: int = field(default=0, metadata=ZERO_OK)
+    """Inner size of one routed expert (`moe_ffn_hidden_size`); 0 means f."""
+    router_topk: int = 2
+    """Experts each token is routed to, k (`moe_router_topk`, default 2)."""
+    shared_expert_ffn: int = field(default=0, metadata=ZERO_OK)
+    """Inner size of the shared experts together, a dense MLP every token passes through beside
+    the routed ones (`moe_shared_expert_intermediate_size`: DeepSeek-V3 1 x 2048); 0: none."""
+    dense_layers: int = field(default=0, metadata=ZERO_OK)
+    """The first k layers keep a dense MLP of f (DeepSeek-V3's `first_k_dense_replace` 3,
+    Megatron-Core `moe_layer_freq [0]*3+[1]*58`)."""
+    moe_every: int = 1
+    """After them, every n-th layer, counting from 1, is a mixture of experts and the rest dense
+    (Llama-4 Maverick's `interleave_moe_layer_step` 2; 1: every layer)."""
+    router_score: str = field(default="softmax", metadata={"choices": ROUTER_SCORES})
+    """How the router scores experts: softmax (Mixtral, Qwen3) or sigmoid (DeepSeek-V3)
+    (`moe_router_score_function`)."""
     vocab_divisible_by: int = 128
     """Megatron pads the vocabulary to a multiple of this times t
     (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
@@ -129,6 +149,17 @@ class ModelSpec:
         if not self.window:
             return False
         return not (self.global_every and (layer + 1) % self.global_every == 0)
+
+    @property
+    def expert_ffn(self) -> int:
+        """The inner size of one routed expert."""
+        return self.moe_ffn or self.ffn
+
+    def moe_layer(self, layer: int) -> bool:
+        """Whether layer `layer` (from 0) is a mixture of experts."""
+        if not self.experts or layer < self.dense_layers:
+            return False
+        return (layer - self.dense_layers + 1) % self.moe_every == 0
 
     def linear_bias(self, which: str) -> bool:
         """Whether the `qkv`, `projection` or `mlp` linear layers carry a bias."""

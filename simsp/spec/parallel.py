@@ -13,7 +13,9 @@ EXPERT_DIMENSIONS = {"tp": "etp", "cp": "cp", "ep": "ep", "dp": "edp", "pp": "pp
 time for them (parallel_state.initialize_model_parallel's expert RankGenerator, same order
 string, tp -> expert tensor parallel, cp 1, dp -> expert data parallel)."""
 CP_COMM_TYPES = ("p2p", "a2a")
+DISPATCHERS = ("allgather", "alltoall", "flex")
 __all__ = [
+    "DISPATCHERS",
     "CP_COMM_TYPES",
     "DIMENSIONS",
     "EXPERT_DIMENSIONS",
@@ -40,6 +42,27 @@ class ParallelSpec:
     """How context-parallel attention sees the other ranks' keys and values: p2p (a ring of
     send/recv overlapped with the blockwise attention, Transformer Engine's default) or a2a
     (all-to-all from sequence to heads and back, DeepSpeed-Ulysses)."""
+    ep: int = 1
+    """Expert-parallel size: the routed experts are split over ep ranks, each holding E / ep of
+    them (Megatron-Core --expert-model-parallel-size)."""
+    etp: int = 0
+    """Expert tensor-parallel size: each expert's weights split over etp ranks; 0 means t, as
+    Megatron-Core defaults --expert-tensor-parallel-size to the tensor-parallel size."""
+    moe_dispatcher: str = field(default="allgather", metadata={"choices": DISPATCHERS})
+    """How tokens reach their experts (Megatron-Core --moe-token-dispatcher-type, default
+    allgather): allgather (every rank of tp x ep gathers all their tokens, then reduce-scatters
+    the outputs back), alltoall (each token sent to the ranks of its experts and back, over ep),
+    or flex (DeepEP / HybridEP: a token crosses the network once per destination node and is
+    forwarded over NVLink there)."""
+    moe_load: float = 1.0
+    """Tokens the busiest expert-parallel rank processes, over the balanced share: 1 for
+    force-balanced routing (--moe-router-force-load-balancing, Megatron-Bridge's benchmarks since
+    25.11) and for experts padded to a capacity factor of 1; the capacity factor when padded to
+    another; a measured max/mean for real routing. The slowest rank sets every layer's pace."""
+    moe_a2a_overlap: bool = False
+    """Hide the expert-parallel all-to-alls of one microbatch behind the compute of another in
+    the 1F1B steady state (Megatron-Core --overlap-moe-expert-parallel-comm with
+    --delay-wgrad-compute)."""
     order: str = "tp-cp-ep-dp-pp"
     """Rank order, fastest-varying dimension first (Megatron-Core's `order`): decides which
     groups share a node."""
@@ -137,13 +160,20 @@ class ParallelSpec:
             return self.fsdp_shard or self.dp * self.cp
         return self.dp * self.cp if self.distributed_optimizer else 1
 
+    @property
+    def expert_optimizer_shards(self) -> int:
+        """Ranks a routed expert's optimizer state is spread over: the expert-data-parallel
+        group with the distributed optimizer (Megatron-Core builds the experts' optimizer over
+        it, megatron/core/optimizer/__init__.py), else 1."""
+        return self.size("edp") if self.distributed_optimizer else 1
+
     def size(self, dim: str) -> int:
         """The size of one parallel dimension: DIMENSIONS, or EXPERT_DIMENSIONS of the expert
-        layers' layout (etp and ep are 1 until a model has experts; edp is the ranks of a
-        pipeline stage left to the experts' data parallelism, Megatron-Core's
-        expert_data_parallel_size = world / (etp x ep x pp))."""
-        if dim in ("ep", "etp"):
-            return 1
+        layers' layout: etp (t unless set), ep, and edp, the ranks of a pipeline stage left to
+        the experts' data parallelism (Megatron-Core's expert_data_parallel_size = world /
+        (etp x ep x pp)). The dense layout's ep is 1 (spec/layout.py)."""
+        if dim == "etp":
+            return self.etp or self.tp
         if dim == "edp":
             return self.tp * self.cp * self.dp // (self.size("etp") * self.size("ep"))
         return getattr(self, dim)
@@ -162,6 +192,10 @@ class ParallelSpec:
             sequence_parallel=self.sequence_parallel,
             tp_comm_overlap=self.tp_comm_overlap,
             recompute=self.recompute,
+            ep=self.ep,
+            etp=self.etp,
+            moe_dispatcher=self.moe_dispatcher,
+            moe_load=self.moe_load,
         )
 
     def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:

@@ -14,9 +14,16 @@ from simsp.spec.model import (
     NORM_PLACEMENTS,
     POSITION_KINDS,
     QK_NORM_KINDS,
+    ROUTER_SCORES,
     ModelSpec,
 )
-from simsp.spec.parallel import CP_COMM_TYPES, DIMENSIONS, RECOMPUTE_MODES, SCHEDULES
+from simsp.spec.parallel import (
+    CP_COMM_TYPES,
+    DIMENSIONS,
+    DISPATCHERS,
+    RECOMPUTE_MODES,
+    SCHEDULES,
+)
 from simsp.spec.precision import FP8_RECIPES, PRECISIONS
 from simsp.spec.schedules import REGISTRY
 from simsp.spec.workload import CROSS_ENTROPIES, Workload
@@ -101,6 +108,7 @@ def _rules(w: Workload):
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
     yield from _context_rules(w)
     yield from _window_rules(w)
+    yield from _expert_rules(w)
     yield from _fsdp_rules(w)
     yield from _optimizer_rules(w)
     yield (
@@ -176,6 +184,78 @@ def _window_rules(w: Workload):
         m.sliding_window,
         p.cp == 1,
         f"is not modelled under context parallelism (cp {p.cp}): use cp 1 or no window",
+    )
+
+
+def _expert_rules(w: Workload):
+    """(key, value, holds, rule) for a mixture of experts and its expert layout."""
+    m, p = w.model, w.parallel
+    yield (
+        "model.router_score",
+        m.router_score,
+        m.router_score in ROUTER_SCORES,
+        f"must be one of {', '.join(ROUTER_SCORES)}",
+    )
+    yield (
+        "parallel.moe_dispatcher",
+        p.moe_dispatcher,
+        p.moe_dispatcher in DISPATCHERS,
+        f"must be one of {', '.join(DISPATCHERS)}",
+    )
+    if not m.experts:
+        for key, value, default in (("ep", p.ep, 1), ("etp", p.etp, 0)):
+            yield (
+                f"parallel.{key}",
+                value,
+                value == default,
+                "needs model.experts: a dense model has no expert layout",
+            )
+        return
+    yield (
+        "model.router_topk",
+        m.router_topk,
+        1 <= m.router_topk <= m.experts,
+        f"must be between 1 and model.experts ({m.experts})",
+    )
+    yield (
+        "model.dense_layers",
+        m.dense_layers,
+        m.dense_layers < m.layers,
+        f"must be below model.layers ({m.layers}): at least one layer has experts",
+    )
+    yield (
+        "parallel.ep",
+        p.ep,
+        m.experts % p.ep == 0,
+        f"must divide model.experts ({m.experts}): each rank holds whole experts",
+    )
+    etp = p.size("etp")
+    yield (
+        "parallel.ep",
+        p.ep,
+        (p.tp * p.cp * p.dp) % (etp * p.ep) == 0,
+        f"etp x ep ({etp} x {p.ep}) must divide tp x cp x dp ({p.tp * p.cp * p.dp}): the "
+        "expert layout folds over the same GPUs of a pipeline stage (Megatron-Core's expert "
+        "RankGenerator)",
+    )
+    yield (
+        "parallel.sequence_parallel",
+        p.sequence_parallel,
+        p.tp == 1 or p.sequence_parallel,
+        "must be true with tp > 1 in a mixture of experts (Megatron-Core TransformerConfig: "
+        "tensor parallelism with experts needs sequence parallelism)",
+    )
+    yield (
+        "parallel.moe_load",
+        p.moe_load,
+        1.0 <= p.moe_load <= p.ep,
+        f"must be between 1 (balanced) and ep ({p.ep}: every token on one rank)",
+    )
+    yield (
+        "parallel.fsdp",
+        p.fsdp,
+        not p.fsdp,
+        "is not modelled with experts yet (use distributed_optimizer)",
     )
 
 

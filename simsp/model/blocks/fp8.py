@@ -24,7 +24,7 @@ def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -
     recipe = numerics.fp8_recipe
     out = []
     for i, op in enumerate(ops):
-        if op.kind == "gemm":
+        if op.kind == "gemm" and not op.keeps_precision:
             out.append(fp8_linear(op, recipe, stored_bytes(op.saves[0], parallel)))
         elif op.kind == "comm" and op.overlaps_wgrad:
             out.append(fp8_entry(op))

@@ -1,0 +1,215 @@
+"""The mixture-of-experts block, in place of the MLP in a layer with experts, as Megatron-Core
+runs it (megatron/core/transformer/moe/ @d98e8a64dd: moe_layer.py, router.py, token_dispatcher.py,
+experts.py TEGroupedMLP, shared_experts.py):
+
+    norm -> router (fp32 GEMM h x E, top-k) -> permute -> dispatch -> grouped fc1 -> activation
+         -> grouped fc2 -> combine -> unpermute (x probs) -> (+ shared expert) -> residual
+
+Notation (spec/model.py): T = s b / t tokens a rank routes (sequence-sharded: Megatron-Core needs
+SP with tp > 1 and experts), E routed experts, k = router_topk, f_e one expert's inner size,
+ep and etp the expert layout (spec/layout.py), E / ep local experts. Balanced, each rank of the
+expert layout computes T k etp rows (its ETP peers' tokens gathered): those its ep peers route
+to its experts, T k on average. `parallel.moe_load` scales them to the busiest rank's.
+
+Dispatchers (moe_dispatcher): alltoall sends each routed copy to its expert's rank and back
+(an all-to-all over ep of T k h, then an all-gather / reduce-scatter over etp);
+allgather gathers every token of the etp x ep group (T h etp ep) and reduce-scatters the outputs;
+flex (DeepEP, HybridEP) is an all-to-all whose copies cross the network once per destination node
+(`Collective.node_dedup`; cost/network.py prices it).
+"""
+
+import math
+
+from simsp.model.blocks.mlp import ACTIVATIONS
+from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
+from simsp.model.ops import EXPERTS, SP, TP, WHOLE, Collective, Dims, Gemm, Op, Saved, Weight
+from simsp.spec.model import ModelSpec
+from simsp.spec.parallel import ParallelSpec
+from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
+
+
+def moe_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
+    """The block's ops on one rank for one microbatch (module docstring)."""
+    x = dm.x
+    tokens = dm.s * dm.b // dm.seq  # T: the tokens this rank routes
+    return (
+        *pre_norm(model, 2, "mlp", dm),
+        residual_grad("residual 2", "mlp", x / dm.seq),
+        *_router(model, dm, tokens),
+        *_routed_experts(model, parallel, dm, tokens),
+        *_shared_expert(model, parallel, dm),
+        *post_norm(model, 2, "mlp", dm),
+        residual(model, 2, "mlp", dm),
+    )
+
+
+def _router(model: ModelSpec, dm: Dims, tokens: int) -> tuple[Op, ...]:
+    """The router's logits, a GEMM of T x E x h replicated over TP (router.py TopKRouter, its
+    weight `E x h` in fp32 with --moe-router-dtype fp32: priced at the BF16 rate, a small GEMM),
+    and its score, top-k and probability kernels: read the E logits, write the scores and
+    the top-k probabilities and indices (fp32), twice the bytes backward."""
+    e = model.experts
+    score = 3 * BYTES_FP32 * tokens * e + 2 * BYTES_FP32 * tokens * model.router_topk
+    return (
+        Op(
+            "router",
+            "gemm",
+            "mlp",
+            gemm=Gemm(tokens, e, dm.h),
+            # the norm's output, saved once: by the shared expert's first linear where there is one
+            saves=() if model.shared_expert_ffn else (Saved("router input", dm.x, SP),),
+            weights=(Weight("router", e * dm.h, WHOLE),),
+            keeps_precision=True,
+        ),
+        Op(
+            "router top-k",
+            "router",
+            "mlp",
+            fwd_bytes=score,
+            bwd_bytes=2 * score,
+            saves=(
+                Saved("router probabilities", BYTES_FP32 * tokens * e, WHOLE),
+                Saved("routing map", BYTES_MASK * tokens * e, WHOLE),
+            ),
+        ),
+    )
+
+
+def _routed_experts(
+    model: ModelSpec, parallel: ParallelSpec, dm: Dims, tokens: int
+) -> tuple[Op, ...]:
+    """Permute, dispatch, the local experts' grouped GEMMs and activation, combine, unpermute."""
+    k, h = model.router_topk, dm.h
+    ep, etp = parallel.ep, parallel.size("etp")
+    local = model.experts // ep
+    rows = tokens * k * etp * parallel.moe_load  # the busiest rank's routed copies
+    per_expert = max(1, math.ceil(rows / local))
+    f = model.expert_ffn // etp
+    gated = model.gated
+    copies = BYTES_16BIT * tokens * k * h  # this rank's routed copies, [T k, h]
+    received = BYTES_16BIT * rows * h
+    fwd_act, bwd_act, width = ACTIVATIONS[model.mlp]
+    act = BYTES_16BIT * rows * f
+    fc1 = Gemm(per_expert, (2 if gated else 1) * f, h, batch=local)
+    fc2 = Gemm(per_expert, h, f, batch=local)
+    expert_w = (
+        Weight("experts fc1", model.experts * (2 if gated else 1) * model.expert_ffn * h, EXPERTS),
+        Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),
+    )
+    return (
+        # permute: gather each token's k copies, grouped by expert (moe_utils.permute)
+        Op(
+            "permute",
+            "permute",
+            "mlp",
+            fwd_bytes=BYTES_16BIT * tokens * h + copies,
+            bwd_bytes=BYTES_16BIT * tokens * h + copies,
+        ),
+        *_dispatch(model, parallel, dm, tokens, copies, received, "dispatch"),
+        Op(
+            "experts fc1",
+            "gemm",
+            "mlp",
+            gemm=fc1,
+            weights=expert_w[:1],
+            saves=(Saved("experts fc1 input", received, WHOLE),),
+        ),
+        Op(
+            f"experts {model.mlp}",
+            model.mlp,
+            "mlp",
+            fwd_bytes=fwd_act * act,
+            bwd_bytes=bwd_act * act,
+            saves=(Saved(f"experts {model.mlp} input", width * act, WHOLE),),
+        ),
+        Op(
+            "experts fc2",
+            "gemm",
+            "mlp",
+            gemm=fc2,
+            weights=expert_w[1:],
+            saves=(Saved("experts fc2 input", act, WHOLE),),
+        ),
+        *_dispatch(model, parallel, dm, tokens, copies, received, "combine"),
+        # unpermute: scale each copy by its probability and sum a token's k copies
+        Op(
+            "unpermute",
+            "permute",
+            "mlp",
+            fwd_bytes=copies + BYTES_16BIT * tokens * h,
+            bwd_bytes=2 * copies + BYTES_16BIT * tokens * h,
+        ),
+    )
+
+
+def _dispatch(
+    model: ModelSpec,
+    parallel: ParallelSpec,
+    dm: Dims,
+    tokens: int,
+    copies: float,
+    received: float,
+    which: str,
+) -> tuple[Op, ...]:
+    """The collectives that carry tokens to their experts (`which` dispatch) or back (combine),
+    forward and backward (a dispatch's backward is a combine's forward, and the other way)."""
+    ep, etp = parallel.ep, parallel.size("etp")
+    if parallel.moe_dispatcher == "allgather":
+        gathered = BYTES_16BIT * tokens * dm.h * etp * ep
+        ag, rs = (
+            Collective("all_gather", gathered, "etp-ep"),
+            Collective("reduce_scatter", gathered, "etp-ep"),
+        )
+        fwd, bwd = (ag, rs) if which == "dispatch" else (rs, ag)
+        return (
+            Op(f"{which} ({parallel.moe_dispatcher})", "comm", "mlp", fwd_comm=fwd, bwd_comm=bwd),
+        )
+    a2a = Collective(
+        "all_to_all",
+        copies * parallel.moe_load,
+        "ep",
+        node_dedup=model.router_topk if parallel.moe_dispatcher == "flex" else 0,
+    )
+    ops = [Op(f"{which} all-to-all", "comm", "mlp", fwd_comm=a2a, bwd_comm=a2a)]
+    if etp > 1:  # ETP peers gather each other's received tokens, reduce-scatter the outputs
+        ag = Collective("all_gather", received, "etp")
+        rs = Collective("reduce_scatter", received, "etp")
+        fwd, bwd = (ag, rs) if which == "dispatch" else (rs, ag)
+        ops.append(Op(f"{which} etp", "comm", "mlp", fwd_comm=fwd, bwd_comm=bwd))
+    return tuple(ops if which == "dispatch" else reversed(ops))
+
+
+def _shared_expert(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
+    """The shared experts: a dense, tensor-parallel MLP of shared_expert_ffn over every token
+    (shared_experts.py SharedExpertMLP), its own TP entry and exit."""
+    if not model.shared_expert_ffn:
+        return ()
+    sb, t, x, f = dm.s * dm.b, dm.t, dm.x, model.shared_expert_ffn
+    fwd_act, bwd_act, width = ACTIVATIONS[model.mlp]
+    act = BYTES_16BIT * dm.s * dm.b * f
+    return (
+        tp_comms("shared expert entry", "mlp", x, parallel, entry=True),
+        linear(
+            "shared fc1",
+            "mlp",
+            sb,
+            (2 if model.gated else 1) * f,
+            dm.h,
+            False,
+            True,
+            Saved("shared fc1 input", x, SP),
+            t,
+        ),
+        Op(
+            f"shared {model.mlp}",
+            model.mlp,
+            "mlp",
+            fwd_bytes=fwd_act * act / t,
+            bwd_bytes=bwd_act * act / t,
+            saves=(Saved(f"shared {model.mlp} input", width * act, TP),),
+        ),
+        linear(
+            "shared fc2", "mlp", sb, dm.h, f, False, False, Saved("shared fc2 input", act, TP), t
+        ),
+        tp_comms("shared expert exit", "mlp", x, parallel, entry=False),
+    )

@@ -1,0 +1,213 @@
+"""Mixture-of-experts layers and the expert layout: the block's ops, which layers have experts,
+how expert weights and their optimizer state split over the mesh, how the token dispatch is
+priced inside and across the NVLink domain, and the rules."""
+
+import dataclasses
+import math
+
+import pytest
+
+from simsp.api import load_hardware, load_workload, run
+from simsp.cost import cost_model
+from simsp.errors import InputError
+from simsp.model import params, stack
+from simsp.model.layer import build_layer
+from simsp.sim.memory import static_bytes
+from simsp.spec.layout import layout
+from simsp.spec.parallel import ParallelSpec
+from simsp.spec.rules import validate
+
+H100 = load_hardware("hardware/dgx-h100.yaml")
+QWEN = "workloads/qwen3-30b-a3b.yaml"
+
+
+def _qwen(**parallel):
+    """Qwen3-30B-A3B (128 experts of 768, top-8) on 8 GPUs, ep 8, parallel keys changed."""
+    w = load_workload(QWEN)
+    return validate(
+        dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, **parallel)), "t"
+    )
+
+
+def _ops(w):
+    return {
+        op.name: op for op in build_layer(w.model, w.parallel.for_layer(), w.training.micro_batch)
+    }
+
+
+def test_the_expert_gemms_hold_each_ranks_share_of_the_routed_tokens():
+    """T = s b = 4096 x 4 tokens a rank routes, k = 8 copies each, over E / ep = 16 local
+    experts: 8,192 rows an expert; fc1 2 x 768 wide (SwiGLU), fc2 back to h = 2048. The FLOPs are
+    those of the active experts: 2 T k (3 x 768 x 2048) in all."""
+    w = _qwen()
+    ops = _ops(w)
+    fc1, fc2 = ops["experts fc1"].gemm, ops["experts fc2"].gemm
+    assert (fc1.m, fc1.n, fc1.k, fc1.batch) == (8192, 1536, 2048, 16)
+    assert (fc2.m, fc2.n, fc2.k, fc2.batch) == (8192, 2048, 768, 16)
+    tokens = 4096 * 4
+    assert fc1.flops + fc2.flops == 2 * tokens * 8 * 3 * 768 * 2048
+    router = ops["router"].gemm
+    assert (router.m, router.n, router.k) == (tokens, 128, 2048)
+
+
+def test_dispatch_moves_each_routed_copy_over_ep_and_back():
+    """alltoall: each rank sends its T k copies of h 16-bit values, forward and backward, over
+    the ep group; allgather: every rank of etp x ep gathers the group's T h tokens."""
+    w = _qwen()
+    a2a = _ops(w)["dispatch all-to-all"]
+    assert a2a.fwd_comm.group == "ep" and a2a.fwd_comm.op == "all_to_all"
+    assert a2a.fwd_comm.bytes == 2 * 4096 * 4 * 8 * 2048
+    ag = _ops(_qwen(moe_dispatcher="allgather"))["dispatch (allgather)"]
+    assert ag.fwd_comm.group == "etp-ep" and ag.fwd_comm.op == "all_gather"
+    assert ag.fwd_comm.bytes == 2 * 4096 * 4 * 2048 * 8
+
+
+def test_load_imbalance_moves_the_busiest_ranks_rows_and_bytes():
+    """moe_load 1.5: the busiest rank computes 1.5 times the balanced rows and receives 1.5
+    times the bytes."""
+    base, skew = _ops(_qwen()), _ops(_qwen(moe_load=1.5))
+    assert skew["experts fc1"].gemm.m == 1.5 * base["experts fc1"].gemm.m
+    assert (
+        skew["dispatch all-to-all"].fwd_comm.bytes
+        == 1.5 * base["dispatch all-to-all"].fwd_comm.bytes
+    )
+
+
+def test_dense_first_layers_and_interleaved_experts_are_kinds_of_the_stack():
+    """DeepSeek-V3's first three layers dense, then experts; Llama-4's every other layer."""
+    model = load_workload(QWEN).model
+    first = dataclasses.replace(model, layers=6, dense_layers=3)
+    assert [k.experts > 0 for k in stack.kinds(first)] == [False] * 3 + [True] * 3
+    every = dataclasses.replace(model, layers=6, moe_every=2)
+    assert [k.experts > 0 for k in stack.kinds(every)] == [False, True] * 3
+    assert not stack.uniform(first) and not stack.uniform(every) and stack.uniform(model)
+    dense_kind = stack.kinds(first)[0]
+    assert "experts fc1" not in {op.name for op in build_layer(dense_kind, ParallelSpec(), 1)}
+    # parameters sum over the kinds: three dense layers of f, three with experts
+    layer = {k.experts > 0: params.layer_params(k) for k in stack.kinds(first)}
+    ends = params.total_params(dataclasses.replace(model, layers=0 + 1)) - params.layer_params(
+        model
+    )
+    assert params.total_params(first) == 3 * layer[False] + 3 * layer[True] + ends
+
+
+def test_expert_weights_split_over_etp_and_ep_and_their_state_over_edp():
+    """Megatron-LM PR #4687's accounting, on Qwen3-30B-A3B over 8 GPUs with the distributed
+    optimizer: routed experts / (etp x ep) per GPU with 6 + 12 / edp bytes each (edp = 8 / ep),
+    everything else / tp with 6 + 12 / (dp x cp) bytes (bf16 weight, fp32 gradient, fp32 master
+    and two moments, 18 in all)."""
+    for ep in (1, 2, 8):
+        w = _qwen(ep=ep)
+        w = dataclasses.replace(w, training=dataclasses.replace(w.training, precision="bf16"))
+        par = w.parallel
+        model = w.model
+        routed = sum(
+            wt.numel
+            for op in build_layer(model, ParallelSpec(), 1)
+            for wt in op.weights
+            if wt.expert
+        )
+        expert = model.layers * routed / ep
+        total = params.stage_params(model, par, 0)
+        assert params.stage_expert_params(model, par, 0) == pytest.approx(expert)
+        dense = total - expert
+        edp = 8 // ep
+        expected = dense * (6 + 12 / 8) + expert * (6 + 12 / edp)
+        assert static_bytes(w, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
+    """ep 8 over 8 GPUs leaves edp 1: the experts' gradients have no one to reduce with, so the
+    stage's reduction is the dense parameters' alone."""
+    from simsp.cost import stage_time as st
+
+    w = _qwen()
+    lay = layout(w.parallel, 8)
+    cost = cost_model(load_hardware("hardware/dgx-b200.yaml"))
+    par = w.parallel
+    total = params.stage_params(w.model, par, 0)
+    expert = params.stage_expert_params(w.model, par, 0)
+    assert lay.group("edp").size == 1
+    both = st.dp_allreduce_s(w, cost, lay, total, expert)
+    dense_only = st.dp_allreduce_s(w, cost, lay, total - expert)
+    assert both == dense_only
+
+
+def test_ep_across_the_nvlink_boundary_is_priced_on_the_nic():
+    """The same all-to-all over 16 ranks: 8 on one node is NVLink alone; 2 a node on 8 nodes
+    sends (n - g) / n of its bytes through its NIC share at the measured per-GPU bus bandwidth,
+    and is slower. DeepEP's one copy per destination node (flex) sends less across."""
+    net = cost_model(H100).network
+    nbytes = 256 * 2**20
+    inside = net.all_to_all_s(nbytes, 8, 8)
+    across = net.all_to_all_s(nbytes, 16, 2)
+    assert across > 2 * inside
+    remote = nbytes * 14 / 16
+    assert across >= remote / (net.nic_busbw_gbps(remote, 8) * 1e9)
+    assert net.all_to_all_s(nbytes, 16, 2, node_dedup=8) < across
+    # a run's EP group moved across nodes by the rank order: EP slower, nothing else changes
+    w = dataclasses.replace(
+        _qwen(ep=8),
+        parallel=dataclasses.replace(_qwen(ep=8).parallel, order="tp-cp-ep-dp-pp"),
+    )
+    spread = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, order="dp-tp-cp-ep-pp")
+    )
+    wide = dataclasses.replace(spread, parallel=dataclasses.replace(spread.parallel, dp=64))
+    near = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, dp=64))
+    assert layout(wide.parallel, 8).group("ep").nodes == 8
+    assert layout(near.parallel, 8).group("ep").nodes == 1
+    ep = {
+        name: run(x, load_hardware("hardware/dgx-b200.yaml")).breakdown()["ep_comm_s"]
+        for name, x in (("near", near), ("wide", wide))
+    }
+    assert ep["wide"] > 2 * ep["near"]
+
+
+def test_a2a_overlap_hides_the_dispatch_behind_the_other_microbatch():
+    """overlap_moe_expert_parallel_comm: the exposed EP time falls, the iteration with it, and
+    the iteration still holds the layer's compute."""
+    b200 = load_hardware("hardware/dgx-b200.yaml")
+    plain = run(_qwen(), b200)
+    hidden = run(_qwen(moe_a2a_overlap=True), b200)
+    assert hidden.breakdown()["ep_comm_s"] < plain.breakdown()["ep_comm_s"]
+    assert hidden.iteration_time_s < plain.iteration_time_s
+    assert hidden.breakdown()["compute_s"] == pytest.approx(plain.breakdown()["compute_s"])
+
+
+def test_a_dense_model_has_no_expert_keys_in_its_breakdown():
+    r = run(load_workload("workloads/llama-3.1-8b.yaml"), H100)
+    assert "ep_comm_s" not in r.breakdown()
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"ep": 3}, "parallel.ep"),  # 128 experts do not split over 3
+        ({"ep": 16}, "parallel.ep"),  # etp x ep 16 > the 8 ranks of a stage
+        ({"tp": 2, "dp": 4, "ep": 4, "sequence_parallel": False}, "parallel.sequence_parallel"),
+        ({"moe_load": 0.5}, "parallel.moe_load"),
+        ({"moe_dispatcher": "deepep"}, "parallel.moe_dispatcher"),
+    ],
+)
+def test_expert_layouts_megatron_refuses_are_one_clean_error(change, key):
+    w = load_workload(QWEN)
+    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, **change))
+    with pytest.raises(InputError) as e:
+        validate(bad, "w.yaml")
+    assert e.value.key == key
+
+
+def test_expert_settings_on_a_dense_model_are_refused():
+    w = load_workload("workloads/llama-3.1-8b.yaml")
+    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, ep=2))
+    with pytest.raises(InputError, match="needs model.experts"):
+        validate(bad, "w.yaml")
+
+
+def test_active_parameters_of_mixtral():
+    """Mixtral-8x7B: 46.7B parameters, 12.9B a token uses (2 of 8 experts)."""
+    model = load_workload("workloads/mixtral-8x7b.yaml").model
+    assert params.total_params(model) == 46_702_792_704
+    assert params.active_params(model) == 12_879_925_248
+    assert math.isclose(params.active_params(model) / 1e9, 12.9, abs_tol=0.05)
