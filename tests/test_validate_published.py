@@ -13,6 +13,7 @@ from simsp import validate as V
 from simsp.cli.validate import register
 from simsp.validate import published as P
 from simsp.validate import published_runs as R
+from simsp.validate.moe_runs import read_moe_runs
 
 SOURCES = V.DATA_DIR / "sources"
 """The upstream files, verbatim (sources/README.md), laid out as the shared data folder."""
@@ -36,7 +37,7 @@ def test_every_row_has_its_provenance():
 
 def _all():
     cases, skipped = [], []
-    for name in P.PUBLISHED_SETS:
+    for name in (*P.PUBLISHED_SETS, P.MOE_SET):
         c, s = P.published_cases(name)
         cases += c
         skipped += s
@@ -45,13 +46,18 @@ def _all():
 
 def test_every_run_is_a_case_or_skipped_with_its_reason():
     cases, skipped = _all()
-    assert sorted([c.name for c in cases] + [s.name for s in skipped]) == sorted(BY_ID)
+    dense_and_moe = sorted([c.name for c in cases] + [s.name for s in skipped])
+    moe_runs = {r["id"] for r in read_moe_runs()}
+    assert len(moe_runs) == 57
+    assert dense_and_moe == sorted(set(BY_ID) | moe_runs)
     moe = {r["id"] for r in ROWS if r["model.experts"]}
     assert len(moe) == 13
     for s in skipped:
         assert s.reason, s.name
-        if s.name in moe:
-            assert "mixture of experts" in s.reason
+        if s.name in moe | moe_runs:
+            assert s.set == "moe" and "latent attention" in s.reason, s.name
+    for c in cases:
+        assert (c.set == "moe") == (c.name in moe | moe_runs), c.name
     assert "offloads" in next(s.reason for s in skipped if s.name == "mb2604-gb200-llama3-70b-fsdp")
     n = {name: sum(c.set == name for c in cases) for name in P.PUBLISHED_SETS}
     print(f"\ncases {n}, skipped {len(skipped)}")
@@ -76,6 +82,8 @@ def test_model_and_parallel_come_from_the_row():
     assert mpt.parallel.recompute == "full" and mpt.model.tied_embeddings
     assert cases["foundry-a100-80-mpt-7b-2k-8"].workload.parallel.recompute == "none"
     for c in cases.values():
+        if c.set == P.MOE_SET:
+            continue  # test_moe_set_takes_each_releases_recipe
         r = BY_ID[c.name]
         w = c.workload
         assert (w.parallel.tp, w.parallel.pp, w.parallel.dp) == tuple(
@@ -272,3 +280,27 @@ def test_fp8_presets_keep_fp8_primary_weights():
         if c.name.startswith("nemo2502-"):
             assert not par.grad_reduce_in_fp32
     assert "nemo2504-gb200-llama3-70b-fsdp" not in on and "nemo2502-b200-llama3-8b" in on
+
+
+def test_moe_set_takes_each_releases_recipe():
+    """A mixture-of-experts case takes its layout from the row and, where the table is silent,
+    its dispatcher and all-to-all overlap from the release's recipe (moe_recipes.py): Qwen3-30B
+    on 25.11's H100 overlapped its alltoall, 26.04's GB200 ran HybridEP; Grok-1's dgxc launcher
+    states alltoall; every case's notes say which."""
+    cases = {c.name: c for c in P.published_cases(P.MOE_SET)[0]}
+    h100 = cases["mb2511-h100-qwen3-30b-a3b"].workload.parallel
+    assert (h100.moe_dispatcher, h100.moe_a2a_overlap, h100.ep, h100.etp) == (
+        "alltoall",
+        True,
+        8,
+        1,
+    )
+    gb200 = cases["mb2604-gb200-qwen3-30b-a3b"].workload
+    assert (gb200.parallel.moe_dispatcher, gb200.parallel.moe_a2a_overlap) == ("flex", False)
+    assert (gb200.model.experts, gb200.model.router_topk, gb200.model.moe_ffn) == (128, 8, 768)
+    grok = cases["dgxc2504-h100-grok1-bf16-64"].workload
+    assert (grok.parallel.tp, grok.parallel.cp, grok.parallel.ep, grok.parallel.etp) == (4, 2, 8, 4)
+    assert grok.model.layers == 8 and grok.model.mlp == "geglu"
+    assert "(the recipe's)" in cases["mb2604-gb200-qwen3-30b-a3b"].notes
+    assert "(as stated)" in cases["dgxc2504-h100-grok1-bf16-64"].notes
+    assert all(c.workload.model.experts for c in cases.values())

@@ -22,11 +22,12 @@ from simsp.present.accuracy import (
     Accuracy,
     gpu_family,
 )
-from simsp.validate.cases import PEER_SETS, SETS
+from simsp.validate.cases import APART_SETS, PEER_SETS, SETS
 
-MEASURED_SETS = tuple(s for s in SETS if s not in PEER_SETS)
+MEASURED_SETS = tuple(s for s in SETS if s not in PEER_SETS + APART_SETS)
 """The validation sets whose references are measurements (Table 4's layer times are left out
-case by case: their quantity is not an iteration)."""
+case by case: their quantity is not an iteration), less those kept apart (the mixture-of-experts
+runs, reported by `simsp validate --set moe`)."""
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -16,7 +16,7 @@ from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.case import Case, Skipped, project_path
 from simsp.validate.data import DATA_DIR, read_vtrain
 from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
-from simsp.validate.published import PUBLISHED_SETS, published_cases
+from simsp.validate.published import MOE_SET, PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
 from simsp.validate.simumax import simumax_cases
 
@@ -32,6 +32,7 @@ SETS = (
     "published-b200",
     PAIRS_SET,
     SIMUMAX_SET,
+    MOE_SET,
 )
 
 VTRAIN_VOCAB = 51200
@@ -60,12 +61,19 @@ REFERENCES = {
     "published-b200": "measured (published runs: NeMo / Megatron-Bridge on B200 and GB200)",
     PAIRS_SET: "measured (NVIDIA's paired BF16 / FP8 runs: dgxc-benchmarking, NeMo on H100, GB200)",
     SIMUMAX_SET: "measured, time and HBM peak (SimuMax's Megatron-LM runs on one node of 8 B200s)",
+    MOE_SET: (
+        "measured (mixture-of-experts runs: Megatron-Bridge 25.09-26.04 tables, dgxc-benchmarking "
+        "Grok-1, NeMo 25.02 Mixtral)"
+    ),
 }
 """What each set's reference times are: a measurement, or another simulator's answer."""
 GAP_REPORTED = 0.30
 """A case missed by more than this (|error|) is listed with its written reason."""
 PEER_SETS = ("vtrain-single",)
 """Sets whose reference is a peer simulator's prediction, not a measurement."""
+APART_SETS = (MOE_SET,)
+"""Measured sets kept out of the per-GPU accuracy line of `simsp run` (validate/accuracy.py):
+their runs are not like the dense runs that line speaks for."""
 
 
 def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
@@ -209,7 +217,7 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             c, s = vtrain_cases(name.split("-")[1], data_dir)
             cases += c
             skipped += s
-        elif name in PUBLISHED_SETS:
+        elif name in (*PUBLISHED_SETS, MOE_SET):
             c, s = published_cases(name, data_dir)
             cases += c
             skipped += s

@@ -15,12 +15,15 @@ of run --json); FP8 runs keep the 16-bit peak, as MFU does.
 import re
 
 from simsp.errors import InputError
-from simsp.spec.model import ModelSpec
+from simsp.spec.model import GATED_MLPS, ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.rules import validate
 from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.baseline import naive_baseline_s
+from simsp.validate.moe_recipes import moe_recipe
+from simsp.validate.moe_runs import SET as MOE_SET
+from simsp.validate.moe_runs import read_moe_runs, with_architecture
 from simsp.validate.published_runs import RUNS_FILE, read_published
 from simsp.validate.recipes import (
     COMPOSER_REDUCE_FP32,
@@ -42,6 +45,8 @@ HARDWARE = {
     "H100-80GB": ("published-h100", "hardware/dgx-h100.yaml"),
     "B200-SXM-180GB": ("published-b200", "hardware/dgx-b200.yaml"),
     "GB200": ("published-b200", "hardware/gb200-nvl72.yaml"),
+    "B300-SXM": ("published-b200", "hardware/dgx-b300.yaml"),
+    "GB300": ("published-b200", "hardware/gb300-nvl72.yaml"),
 }
 
 # ------------------------------------------------------------------ recipe defaults
@@ -52,6 +57,8 @@ def recipe_of(row: dict) -> str:
     rid, src = row["id"], row["source"]
     if rid.startswith("foundry"):
         return "llm-foundry"
+    if rid.startswith("dgxc2504-h100-grok1"):
+        return "dgxc-benchmarking grok1 25.04"
     if rid.startswith("nemo-longseq"):
         return "NeMo 24.03"
     for tag, key in (("nemo2407", "24.07"), ("nemo2502", "25.02"), ("nemo2504", "25.04")):
@@ -71,9 +78,16 @@ def _int(value: str, default: int = 0) -> int:
 
 
 def _model(row: dict) -> ModelSpec:
-    """The row's model: arch decides MLP, norm, position and biases (NeMo / MPT configs)."""
+    """The row's model: arch decides MLP, norm, position and biases (NeMo / MPT configs); a
+    mixture of experts adds its experts (_experts)."""
     arch = row["model.arch"].split()[0]
     kinds = {
+        # mixtral.py, qwen3.py (qwen3-moe), gpt_oss.py in NeMo @8cfedd7203 and dgxc-benchmarking
+        # grok1/cfg/grok1_314b.yaml @741c886 (fast-geglu, RMSNorm, RoPE, no bias)
+        "mixtral": ("swiglu", "rmsnorm", "rope", False),
+        "qwen3-moe": ("swiglu", "rmsnorm", "rope", False),
+        "grok-1": ("geglu", "rmsnorm", "rope", False),
+        "gpt-oss": ("swiglu", "rmsnorm", "rope", "qkv"),
         "gpt": ("gelu", "layernorm", "learned", True),  # NeMo GPTConfig: add_bias_linear
         "llama": ("swiglu", "rmsnorm", "rope", False),
         "nemotron": ("squared_relu", "layernorm", "rope", False),  # nemotron.py add_bias_linear
@@ -82,7 +96,7 @@ def _model(row: dict) -> ModelSpec:
         "mpt": ("gelu", "layernorm", "learned", True),
     }
     mlp, norm, position, bias = kinds[arch]
-    if row["model.glu"] == "true":
+    if row["model.glu"] == "true" and mlp not in GATED_MLPS:  # Grok-1's gate is GeLU
         mlp = "swiglu"
     return ModelSpec(
         layers=_int(row["model.layers"]),
@@ -99,7 +113,30 @@ def _model(row: dict) -> ModelSpec:
         dropout=0.0,  # NeMo GPT/Llama/Nemotron configs and MPT yamls: dropout 0
         attention="flash",
         tied_embeddings=row["model.tied_embeddings"] == "true",
+        **_experts(row, arch),
     )
+
+
+def _experts(row: dict, arch: str) -> dict:
+    """A mixture of experts' settings (none for a dense row): experts, top-k, the expert's inner
+    size, shared experts, dense first layers; Qwen3's QK-norm and gpt-oss's alternating
+    128-token window (NeMo gpt_oss.py: window_size (128, 0), every other layer)."""
+    if not row["model.experts"]:
+        return {}
+    out = {
+        "experts": _int(row["model.experts"]),
+        "router_topk": _int(row["model.topk"]),
+        "moe_ffn": _int(row.get("model.moe_ffn")),
+        "shared_expert_ffn": _int(row.get("model.shared_expert_ffn"))
+        * max(1, _int(row.get("model.shared_experts"))),
+        "dense_layers": _int(row.get("model.dense_layers")),
+        "head_dim": _int(row.get("model.head_dim")),
+    }
+    if row.get("model.qk_layernorm") == "true":
+        out["qk_norm"] = "head"
+    if arch == "gpt-oss":
+        out.update(sliding_window=128, global_every=2)
+    return out
 
 
 def training_spec(
@@ -125,13 +162,41 @@ def training_spec(
     )
 
 
-def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
+def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
+    """ep, etp, the dispatcher and the EP all-to-all overlap of a mixture-of-experts row (none
+    for a dense one): etp as the row states it, else 1 for Megatron-Bridge (its MoE recipes set
+    expert_tensor_parallel_size=1) and Megatron-Core's default, tp, for older NeMo; dispatcher
+    and overlap as stated, else the release's recipe (moe_recipes.py), else alltoall without
+    overlap (NeMo 25.02's Mixtral, whose recipe was not read); balanced routing (force-balanced
+    or padded to a capacity of 1: moe-runs/README.md)."""
+    if not row["model.experts"]:
+        return {}
+    ep = _int(row["parallel.ep"], 1)
+    etp = _int(row.get("parallel.etp"), 0) or (1 if "Megatron-Bridge" in row["source"] else tp)
+    from simsp.present.accuracy import gpu_family
+
+    read = moe_recipe(recipe.split()[-1], row["model.name"], gpu_family(row["gpu"]))
+    dispatcher, overlap = read or ("alltoall", False)
+    if row.get("moe.dispatcher"):
+        dispatcher = row["moe.dispatcher"]
+    if row.get("moe.a2a_overlap") in ("true", "false"):
+        overlap = row["moe.a2a_overlap"] == "true"
+    how = "as stated" if row.get("moe.dispatcher") else "the recipe's" if read else "assumed"
+    notes.append(
+        f"ep {ep}, etp {etp}, {dispatcher} dispatcher ({how})"
+        + (", EP all-to-all overlap" if overlap else "")
+        + ", balanced routing"
+    )
+    return {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+
+
+def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "") -> ParallelSpec:
     tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
     vp = _int(row["parallel.virtual_stages"], 1)
     fsdp = row["parallel.fsdp"] not in ("", "false")
     sp = row["parallel.sequence_parallel"]
     sp_on = sp == "true" if sp else tp > 1
-    recompute = row["parallel.recompute"] or "none"
+    recompute = (row["parallel.recompute"] or "none").split()[0]  # "none (why)" in moe-runs
     if row["id"] in RECOMPUTE:
         recompute, why = RECOMPUTE[row["id"]]
         notes.append(f"recompute {recompute} ({why})")
@@ -176,6 +241,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str]) -> ParallelSpec:
         # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
         account_for_embedding_in_pipeline_split=split,
         account_for_loss_in_pipeline_split=split,
+        **_expert_parallel(row, tp, recipe_key, notes),
     )
 
 
@@ -204,18 +270,20 @@ def measured_iteration_s(row: dict) -> tuple[float, str]:
 
 
 def _unexpressible(row: dict) -> str:
-    if row["model.experts"]:
+    if "MLA" in row["model.kv_heads"] or row["model.arch"].startswith(("deepseek", "kimi")):
         return (
-            f"mixture of experts ({row['model.experts']} experts, top-{row['model.topk']}, "
-            f"{row['model.arch']}): simsp has no MoE layer"
+            f"{row['model.arch']}: multi-head latent attention (MLA) and multi-token prediction "
+            "are not modelled yet"
         )
     return SKIP.get(row["id"], "")
 
 
 def _hardware_of(row: dict) -> tuple[str, str]:
-    for prefix, found in HARDWARE.items():
+    """(set, hardware file) of a row: its GPU's published set, or `moe` for a mixture of
+    experts."""
+    for prefix, (set_name, hw) in HARDWARE.items():
         if row["gpu"].startswith(prefix):
-            return found
+            return (MOE_SET if row["model.experts"] else set_name), hw
     raise InputError(RUNS_FILE, "gpu", row["gpu"], f"must start with one of {', '.join(HARDWARE)}")
 
 
@@ -228,10 +296,12 @@ def published_case(row: dict):
     reason = _unexpressible(row)
     if reason:
         return Skipped(set_name, row["id"], reason)
+    if not project_path(hw_rel).exists():
+        return Skipped(set_name, row["id"], f"no hardware file {hw_rel} yet")
     recipe_name = recipe_of(row)
     recipe = RECIPES[recipe_name]
     notes = [f"defaults of {recipe_name} ({recipe.source})"]
-    parallel = _parallel(row, recipe, notes)
+    parallel = _parallel(row, recipe, notes, recipe_name)
     precision = row["precision"]
     micro = _int(row["parallel.micro_batch"], 1)
     if not row["parallel.micro_batch"]:
@@ -302,7 +372,10 @@ def published_cases(name: str, data_dir=None):
     from simsp.validate.case import Case
 
     cases, skipped = [], []
-    for row in read_published(data_dir):
+    rows = read_published(data_dir)
+    if name == MOE_SET:
+        rows = [with_architecture(r) for r in rows] + read_moe_runs(data_dir)
+    for row in rows:
         if _hardware_of(row)[0] != name:
             continue
         c = published_case(row)

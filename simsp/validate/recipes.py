@@ -179,6 +179,18 @@ RECIPES = {
         # scripts/performance/utils/overrides.py @ v0.5.0 line 70: cross_entropy_fusion_impl "te"
         cross_entropy="te",
     ),
+    "dgxc-benchmarking grok1 25.04": Recipe(
+        "NVIDIA/dgxc-benchmarking grok1/cfg/grok1_314b.yaml and grok1/configure.sh @741c886: "
+        "NeMo 1.0 Megatron GPT with mcore_distributed_optim (overlap_grad_sync, "
+        "overlap_param_sync), sequence_parallel true, activations_checkpoint_* null (none), "
+        "moe_token_dispatcher_type alltoall, moe_grouped_gemm false, capacity factor 1.0 padded; "
+        "tp_comm_overlap not set there (taken off), gradients reduced in fp32 (Megatron-Core's "
+        "default)",
+        "delayed",
+        "fp8_hybrid (NeMo 1.0's default): TE DelayedScaling",
+        tp_comm_overlap=False,
+        grad_reduce_in_fp32=True,
+    ),
     "llm-foundry": Recipe(
         "mosaicml/llm-foundry scripts/train/benchmarking/ @ b2a43a147 (the A100 and H100 8-GPU "
         "tables) and 5e85bd62d (H100 >= 128 GPUs): sweep.sh runs submit_benchmarks.py with no "

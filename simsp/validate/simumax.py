@@ -202,7 +202,10 @@ def simumax_cases(data_dir) -> tuple[list, list]:
     cases, skipped = [], []
     for row in read_simumax(data_dir):
         if row["model"] in MOE:
-            reason = f"mixture of experts ({row['model']}: MLA + MoE): simsp has no MoE layer"
+            reason = (
+                f"mixture of experts ({row['model']}): multi-head latent attention (MLA) is "
+                "not modelled yet"
+            )
             skipped.append(Skipped(SET, row["case"], reason))
             continue
         if row["model"] not in MODELS:
