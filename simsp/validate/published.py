@@ -235,7 +235,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "")
         # remainders complete a bf16 weight: not with FP8 primary weights (NeMo's store_params)
         store_param_remainders=recipe.store_param_remainders
         and not fsdp
-        and not (row["precision"] == "fp8" and recipe.fp8_param_gather),
+        and not (_precision(row["precision"], recipe)[0] == "fp8" and recipe.fp8_param_gather),
         cached_dummy_wgrads=recipe.cached_dummy_wgrads and not fsdp,
         # Llama-3.1-405B's 126 layers over pp x vp chunks: NeMo llama31_405b.py and
         # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
@@ -267,6 +267,22 @@ def measured_iteration_s(row: dict) -> tuple[float, str]:
     flops = nemo_llama2_flops(row)
     t = flops / (float(row["measured.tflops_per_gpu"]) * 1e12 * _int(row["gpus"]))
     return t, "iteration_s = NeMo llama2 model FLOPs / (published TFLOP/s/GPU x GPUs)"
+
+
+ROW_PRECISIONS = {
+    # moe-runs/README.md `precision`: the recipe its source names -> TrainingSpec's
+    "fp8-cs": "current",
+    "mxfp8": "mxfp8",
+    "fp8-blockwise": "blockwise",
+}
+
+
+def _precision(value: str, recipe: Recipe) -> tuple[str, str]:
+    """(precision, fp8 recipe) of a row: bf16; fp8 with the framework recipe's scaling; or an
+    FP8 recipe the row names (fp8-cs per-tensor current scaling, mxfp8, fp8-blockwise)."""
+    if value in ROW_PRECISIONS:
+        return "fp8", ROW_PRECISIONS[value]
+    return value, recipe.fp8_recipe
 
 
 def _unexpressible(row: dict) -> str:
@@ -302,13 +318,14 @@ def published_case(row: dict):
     recipe = RECIPES[recipe_name]
     notes = [f"defaults of {recipe_name} ({recipe.source})"]
     parallel = _parallel(row, recipe, notes, recipe_name)
-    precision = row["precision"]
+    precision, fp8_recipe = _precision(row["precision"], recipe)
     micro = _int(row["parallel.micro_batch"], 1)
     if not row["parallel.micro_batch"]:
         notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
     primary_fp8 = precision == "fp8" and recipe.fp8_param_gather and not parallel.fsdp
     if precision == "fp8":
-        notes.append(f"fp8 {recipe.fp8_recipe} ({recipe.fp8_why})")
+        why = recipe.fp8_why if fp8_recipe == recipe.fp8_recipe else "as the row names it"
+        notes.append(f"fp8 {fp8_recipe} ({why})")
         if primary_fp8:
             notes.append("fp8 primary weights (the recipe's FP8 preset: fp8_param_gather)")
     measured_s, how = measured_iteration_s(row)
@@ -334,7 +351,7 @@ def published_case(row: dict):
                     _int(row["parallel.global_batch"]),
                     micro,
                     precision,
-                    recipe.fp8_recipe,
+                    fp8_recipe,
                     kernel,
                     primary_fp8,
                     recipe.cross_entropy,
