@@ -170,7 +170,27 @@ def test_every_case_beyond_the_gap_bound_has_a_written_reason():
     v = run_validation(P.PUBLISHED_SETS, workers=1)
     beyond = [r for r in v.results if abs(r.error) > GAP_REPORTED]
     assert all(r.case.known_gap for r in beyond), [r.case.name for r in beyond]
-    assert set(KNOWN_GAPS) <= {c.name for c in (r.case for r in v.results)}
+    moe = {c.name for c in P.published_cases(P.MOE_SET)[0]}
+    assert set(KNOWN_GAPS) <= {c.name for c in (r.case for r in v.results)} | moe
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 25.5%, bias -25.4% "
+    "(naive 32.2%); fine-grained experts (Qwen3, gpt-oss) run slower than priced",
+)
+def test_moe_set_meets_the_issues_bar():
+    """MAPE <= 15%, |bias| <= 8%, no case past 35% without a written reason, at most half the
+    naive baseline's MAPE (which counts active parameters)."""
+    from simsp.validate.runner import run_validation
+
+    v = run_validation((P.MOE_SET,), workers=1)
+    errors = [r.error for r in v.results]
+    naive = [r.case.baseline_s / r.case.measured_s - 1 for r in v.results]
+    mape = sum(map(abs, errors)) / len(errors)
+    assert mape <= 0.15 and abs(sum(errors) / len(errors)) <= 0.08
+    assert all(abs(r.error) <= 0.35 or r.case.known_gap for r in v.results)
+    assert mape <= 0.5 * sum(map(abs, naive)) / len(naive)
 
 
 def test_launcher_releases_run_flash_attention_2():
