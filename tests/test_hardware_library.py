@@ -202,3 +202,27 @@ def test_derive_library_reproduces_files(tmp_path):
             assert path.read_text() == shipped, rel
         else:
             assert path.read_bytes() == (CAL / rel).read_bytes(), rel
+
+
+def test_derive_blackwell_ultra_reproduces_its_files(tmp_path):
+    """dgx-b300's and gb300-nvl72's calibration folders are what derive_blackwell_ultra.py
+    writes, byte for byte (from the B200 / GB200 tables, NVIDIA's GEMM model and the sourced
+    figures typed into the script)."""
+    pytest.importorskip("nvMatmulHeuristics")
+    path = CAL / "derive_blackwell_ultra.py"
+    spec = importlib.util.spec_from_file_location("derive_blackwell_ultra", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    date = re.search(
+        r"^Derived on (\S+) by", (CAL / "dgx-b300" / "README.md").read_text(), re.M
+    ).group(1)
+    written = module.derive(tmp_path, date)
+    expected = {
+        p.relative_to(CAL)
+        for m in ("dgx-b300", "gb300-nvl72")
+        for p in (CAL / m).rglob("*")
+        if p.is_file()
+    }
+    assert {p.relative_to(tmp_path) for p in written} == expected
+    for p in written:
+        assert p.read_bytes() == (CAL / p.relative_to(tmp_path)).read_bytes(), p

@@ -14,8 +14,9 @@ from simsp.textfile import read_text
 ACCURACY_FILE = Path(__file__).resolve().parents[1] / "validate" / "data" / "accuracy.json"
 COMMAND = "python -m simsp validate --accuracy simsp/validate/data/accuracy.json"
 """The command that derives ACCURACY_FILE from this tree's model."""
-FAMILIES = ("GB200", "B200", "GH200", "H200", "H100", "A100")
-"""GPU families, tried in order on a GPU's name (GB200 before B200, GH200 before H200)."""
+FAMILIES = ("GB300", "B300", "GB200", "B200", "GH200", "H200", "H100", "A100")
+"""GPU families, tried in order on a GPU's name (GB300 before B300, GB200 before B200, GH200
+before H200)."""
 BAND = (0.1, 0.9)
 """The quantiles of measured / simsp a group reports: the middle 80% of its runs."""
 BAND_MIN_RUNS = 10
