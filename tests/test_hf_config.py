@@ -125,9 +125,30 @@ EXPECTED = {
         151936,
         {**QWEN3_MOE, "moe_ffn": 1536},
     ),
+    "deepseek-v3": (
+        61,
+        7168,
+        128,
+        128,
+        18432,
+        129280,
+        {
+            **LLAMA,
+            "head_dim": 128,
+            "experts": 256,
+            "router_topk": 8,
+            "moe_ffn": 2048,
+            "dense_layers": 3,
+            "shared_expert_ffn": 2048,
+            "router_score": "sigmoid",
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_rope_dim": 64,
+            "v_head_dim": 128,
+        },
+    ),
 }
 REFUSED = {
-    "deepseek-v3": "deepseek_v3",
     "gpt-oss-120b": "gpt_oss",
     "llama-4-maverick": "llama4_text",
 }
@@ -346,7 +367,7 @@ def test_non_dict(config):
     "config",
     [
         {"model_type": "qwen2_moe", "num_experts": 60},
-        {"model_type": "deepseek_v3", "n_routed_experts": 256},
+        {"model_type": "deepseek_v2", "n_routed_experts": 160},
         {**LLAMA_MIN, "num_local_experts": 8},
     ],
 )

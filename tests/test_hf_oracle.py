@@ -47,6 +47,23 @@ FAMILY_CONFIGS = {
         "moe_intermediate_size": 128,
         "decoder_sparse_step": 2,
     },
+    "deepseek_v3": {
+        "model_type": "deepseek_v3",
+        **SMALL,
+        "num_key_value_heads": 8,
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+        "n_group": 2,
+        "topk_group": 1,
+    },
 }
 
 
@@ -108,7 +125,9 @@ def test_a_shipped_config_simsp_cannot_read_yet_is_refused_by_name(name):
         model_fields(_read(name), "config.json")
 
 
-@pytest.mark.parametrize("name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b"])
+@pytest.mark.parametrize(
+    "name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"]
+)
 def test_active_parameters_leave_out_the_experts_a_token_skips(name):
     """Active = total - (E - k) / E of the routed experts' weights, the routed weights counted
     from transformers' own tensors (`.experts.` in their names): Mixtral 12.9B of 46.7B,
@@ -120,8 +139,10 @@ def test_active_parameters_leave_out_the_experts_a_token_skips(name):
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(hf)
     routed = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
-    experts = config.get("num_local_experts") or config["num_experts"]
+    experts = (
+        config.get("num_local_experts") or config.get("num_experts") or config["n_routed_experts"]
+    )
     k = config["num_experts_per_tok"]
-    expected = transformers_count(config) - routed * (experts - k) // experts
+    expected = transformers_count(config) - round(routed * (experts - k) / experts)
     spec = ModelSpec(seq_len=4096, **model_fields(config, "config.json"))
     assert active_params(spec) == expected

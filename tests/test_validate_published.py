@@ -55,7 +55,17 @@ def test_every_run_is_a_case_or_skipped_with_its_reason():
     for s in skipped:
         assert s.reason, s.name
         if s.name in moe | moe_runs:
-            assert s.set == "moe" and "latent attention" in s.reason, s.name
+            assert s.set == "moe", s.name
+    # three MoE runs are skipped, each with its reason: a layout no branch holds (two), and a
+    # table row whose EP 64 exceeds the 32 ranks of its PP 8 stages
+    moe_skips = {s.name: s.reason for s in skipped if s.set == "moe"}
+    assert set(moe_skips) == {
+        "mb2511-gb200-deepseekv3-nomtp-mxfp8",
+        "mb2604-gb300-kimi-k2",
+        "mb2509-gb200-deepseekv3-tokendrop-mxfp8",
+    }
+    assert "pipeline layout" in moe_skips["mb2604-gb300-kimi-k2"]
+    assert "parallel.ep=64" in moe_skips["mb2509-gb200-deepseekv3-tokendrop-mxfp8"]
     for c in cases:
         assert (c.set == "moe") == (c.name in moe | moe_runs), c.name
     assert "offloads" in next(s.reason for s in skipped if s.name == "mb2604-gb200-llama3-70b-fsdp")
@@ -176,8 +186,8 @@ def test_every_case_beyond_the_gap_bound_has_a_written_reason():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 25.5%, bias -25.4% "
-    "(naive 32.2%); fine-grained experts (Qwen3, gpt-oss) run slower than priced",
+    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 24.2%, bias -24.0% "
+    "(naive 30.9%); fine-grained experts (Qwen3, gpt-oss) run slower than priced",
 )
 def test_moe_set_meets_the_issues_bar():
     """MAPE <= 15%, |bias| <= 8%, no case past 35% without a written reason, at most half the

@@ -48,7 +48,7 @@ from simsp.io.hf_families import (
 
 MOE_REFUSED = (
     "is a mixture of experts whose layers simsp does not model yet "
-    "(it reads mixtral and qwen3_moe configs)"
+    "(it reads mixtral, qwen3_moe and deepseek_v3 configs)"
 )
 
 
@@ -90,6 +90,7 @@ def model_fields(config: dict, source: str) -> dict:
         "norm_placement": fam.norm_placement,
         **_window(config, source, fam),
         **_experts(config, source, fam),
+        **_mla(config, source, fam),
     }
 
 
@@ -105,6 +106,8 @@ def _experts(config, source, fam) -> dict:
     if topk > count:
         raise InputError(source, moe.topk, topk, f"must be at most {moe.count} ({count})")
     out = {"experts": count, "router_topk": topk}
+    if moe.score != "softmax":
+        out["router_score"] = moe.score
     if moe.ffn:
         out["moe_ffn"] = _as_positive(source, moe.ffn, config.get(moe.ffn, moe.ffn_default))
     if moe.every:
@@ -120,7 +123,33 @@ def _experts(config, source, fam) -> dict:
                 source, moe.every, out["moe_every"], f"must be 1 where {moe.dense_list} is set"
             )
         out["dense_layers"] = len(dense)
+    if moe.dense_first:
+        out["dense_layers"] = _count(config, source, moe.dense_first)
+    if moe.shared:
+        shared = _count(config, source, moe.shared)
+        out["shared_expert_ffn"] = shared * out.get("moe_ffn", 0)
     return out
+
+
+def _count(config, source, key) -> int:
+    """A non-negative integer count (first_k_dense_replace, n_shared_experts), 0 when absent."""
+    value = config.get(key) or 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InputError(source, key, value, "must be a non-negative integer")
+    return value
+
+
+def _mla(config, source, fam) -> dict:
+    """Multi-head latent attention's widths (configuration_deepseek_v3.py: q_lora_rank, null for
+    queries projected directly; kv_lora_rank; qk_rope_head_dim; v_head_dim)."""
+    if not fam.mla:
+        return {}
+    return {
+        "q_lora_rank": _count(config, source, "q_lora_rank"),
+        "kv_lora_rank": _positive(config, source, "kv_lora_rank"),
+        "qk_rope_dim": _positive(config, source, "qk_rope_head_dim"),
+        "v_head_dim": _positive(config, source, "v_head_dim"),
+    }
 
 
 def _family(config, source) -> Family:

@@ -15,7 +15,6 @@ MOE_TYPES = frozenset(
         "qwen2_moe",
         "qwen3_next",
         "deepseek_v2",
-        "deepseek_v3",
         "dbrx",
         "olmoe",
         "granitemoe",
@@ -80,6 +79,13 @@ class Experts:
     dense_list: str | None = None
     """Key of a list of dense layers (Qwen3-MoE mlp_only_layers), read as ModelSpec.dense_layers
     where it is the first k layers."""
+    dense_first: str | None = None
+    """Key of the count of dense first layers (DeepSeek-V3 first_k_dense_replace)."""
+    shared: str | None = None
+    """Key of the shared experts' count, each of the routed experts' size (DeepSeek-V3
+    n_shared_experts)."""
+    score: str = "softmax"
+    """The router's score function (DeepSeek-V3's gate: sigmoid)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ class Family:
     names neither its heads nor its vocabulary), with the class's defaults."""
     experts: Experts | None = None
     """A mixture of experts' keys; None: a dense family."""
+    mla: bool = False
+    """Multi-head latent attention, read from q_lora_rank, kv_lora_rank, qk_rope_head_dim and
+    v_head_dim (DeepSeek-V2/V3)."""
 
 
 HF_SHAPE_KEYS = {
@@ -365,6 +374,36 @@ FAMILIES["qwen3_moe"] = dataclasses.replace(
         every="decoder_sparse_step",
         dense_list="mlp_only_layers",
     ),
+)
+
+# configuration_deepseek_v3.py: n_routed_experts=256, num_experts_per_tok=8,
+# moe_intermediate_size=2048, n_shared_experts=1, first_k_dense_replace=3, q_lora_rank=1536,
+# kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+# tie_word_embeddings=False, attention_bias=False. modeling_deepseek_v3.py: layer i has
+# DeepseekV3MoE when i >= first_k_dense_replace (moe_layer_freq is not read), its shared_experts a
+# DeepseekV3MLP of moe_intermediate_size x n_shared_experts; the gate's weight is E x h (its
+# e_score_correction_bias a buffer); DeepseekV3Attention q_a_proj, q_a_layernorm, q_b_proj,
+# kv_a_proj_with_mqa (kv_lora_rank + qk_rope_head_dim), kv_a_layernorm, kv_b_proj
+# (heads x (qk_nope_head_dim + v_head_dim)), o_proj, no biases. The multi-token-prediction layer
+# (num_nextn_predict_layers) is not built.
+FAMILIES["deepseek_v3"] = Family(
+    source=TF457 + "deepseek_v3/configuration_deepseek_v3.py, deepseek_v3/modeling_deepseek_v3.py",
+    **LLAMA_STYLE,
+    kv=None,
+    head_dim="qk_nope_head_dim",
+    class_defaults=(("qk_nope_head_dim", 128),),
+    experts=Experts(
+        "n_routed_experts",
+        256,
+        "num_experts_per_tok",
+        8,
+        ffn="moe_intermediate_size",
+        ffn_default=2048,
+        dense_first="first_k_dense_replace",
+        shared="n_shared_experts",
+        score="sigmoid",
+    ),
+    mla=True,
 )
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")

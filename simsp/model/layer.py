@@ -27,6 +27,7 @@ from simsp.model.blocks.ends import (
     output_weights,
 )
 from simsp.model.blocks.fp8 import fp8_layer
+from simsp.model.blocks.mla import mla_ops
 from simsp.model.blocks.mlp import ACTIVATIONS, mlp_ops
 from simsp.model.blocks.moe import moe_ops
 from simsp.model.ops import (
@@ -79,12 +80,13 @@ __all__ = [
 def build_layer(
     model: ModelSpec, parallel: ParallelSpec, micro_batch: int, numerics: Numerics = BF16
 ) -> tuple[Op, ...]:
-    """The ops of one layer on one rank for one microbatch: attention block, then the MLP block
-    (a mixture of experts' where the layer kind has experts: model/stack.py), in the run's
-    precision."""
+    """The ops of one layer on one rank for one microbatch: the attention block (multi-head
+    latent attention's where the model has it), then the MLP block (a mixture of experts' where
+    the layer kind has experts: model/stack.py), in the run's precision."""
     dm = Dims.of(model, parallel, micro_batch)
+    attention = mla_ops if model.mla else attention_ops
     mlp = moe_ops if model.experts else mlp_ops
-    ops = (*attention_ops(model, parallel, dm), *mlp(model, parallel, dm))
+    ops = (*attention(model, parallel, dm), *mlp(model, parallel, dm))
     return fp8_layer(_attention_kernel(ops, numerics.attention_kernel), numerics, parallel)
 
 

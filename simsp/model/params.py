@@ -4,6 +4,7 @@ Whole-model counts use the tokenizer's vocabulary, as published model cards do; 
 holds uses Megatron's padded vocabulary and its tensor-parallel split.
 """
 
+import dataclasses
 from functools import lru_cache
 
 from simsp.model import layer as L
@@ -83,11 +84,29 @@ def active_params(model: ModelSpec) -> int:
     return total_params(model) - round(routed * (model.experts - model.router_topk) / model.experts)
 
 
+def mtp_params(model: ModelSpec, parallel: ParallelSpec | int = 1, experts_only=False) -> float:
+    """The multi-token-prediction layers' parameters on one rank (0 without them): each a layer
+    of the model's last kind, its two input norms and the projection of [h; embedding] to h,
+    split over TP (Megatron-Core multi_token_prediction.py: enorm, hnorm, eh_proj); the output
+    layer is shared. Not in total_params, as transformers builds none."""
+    if not model.mtp_layers:
+        return 0.0
+    mesh = _mesh(parallel)
+    last = stack.kinds(model)[-1]
+    if experts_only:
+        return model.mtp_layers * expert_params_per_rank(last, mesh)
+    proj = 2 * model.hidden * model.hidden / mesh.tp + 2 * model.hidden
+    return model.mtp_layers * (layer_params_per_rank(last, mesh) + proj)
+
+
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
     """Parameters one rank of a pipeline stage holds: its layers (the slices of the stack its
-    model chunks hold), plus the embedding tables on the first stage and the final norm and
-    output layer on the last."""
+    model chunks hold), plus the embedding tables on the first stage and the final norm, output
+    layer and multi-token-prediction layers on the last."""
     last = parallel.last_stage
+    if model.mtp_layers and stage == last:
+        plain = dataclasses.replace(model, mtp_layers=0)
+        return stage_params(plain, parallel, stage) + mtp_params(model, parallel)
     if stack.uniform(model):
         layers = parallel.stage_layers(model.layers, stage)
         return _stage_params(
@@ -101,7 +120,8 @@ def stage_expert_params(model: ModelSpec, parallel: ParallelSpec, stage: int) ->
     state shards, over the expert-data-parallel group."""
     if not model.experts:
         return 0.0
-    return sum(
+    mtp = mtp_params(model, parallel, experts_only=True) if stage == parallel.last_stage else 0.0
+    return mtp + sum(
         _chunk_params(model, parallel.for_layer(), *_chunk_slice(model, parallel, vs), True)
         for vs in _stage_chunks(parallel, stage)
     )

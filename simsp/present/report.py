@@ -76,7 +76,10 @@ def dp_comm_label(w: Workload) -> str:
 def model_choices(m) -> str:
     """The model's architectural choices that differ from ModelSpec's defaults, briefly."""
     default = ModelSpec(layers=1, hidden=1, heads=1, seq_len=1, vocab=1)
-    parts = [f"GQA {m.heads}/{m.groups}" if m.groups != m.heads else ""]
+    parts = [
+        "MLA" if m.mla else f"GQA {m.heads}/{m.groups}" if m.groups != m.heads else "",
+        _experts_note(m),
+    ]
     parts += [
         str(getattr(m, k))
         for k in ("mlp", "norm", "position", "attention")
@@ -91,6 +94,19 @@ def model_choices(m) -> str:
         _window_note(m),
     ]
     return ", ".join(x for x in parts if x)
+
+
+def _experts_note(m) -> str:
+    """'MoE 128 x 768 top-8' (with shared experts, dense first layers, interleave, MTP)."""
+    if not m.experts:
+        return ""
+    extra = [
+        f"shared {m.shared_expert_ffn}" if m.shared_expert_ffn else "",
+        f"{m.dense_layers} dense first" if m.dense_layers else "",
+        f"every {m.moe_every}" if m.moe_every > 1 else "",
+        f"MTP {m.mtp_layers}" if m.mtp_layers else "",
+    ]
+    return " ".join([f"MoE {m.experts} x {m.expert_ffn} top-{m.router_topk}", *filter(None, extra)])
 
 
 def _window_note(m) -> str:

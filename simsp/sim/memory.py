@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from simsp.cost import fsdp
 from simsp.model import layer as L
+from simsp.model import stack
 from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.sim.schedule import (
     build,
@@ -108,13 +109,24 @@ def _per_layer_bytes(
     return sum(L.stored_bytes(s, parallel) for s in saved)
 
 
-def chunk_activation_bytes(w: Workload, stage: int = 0, layers: int | None = None) -> float:
+def chunk_activation_bytes(
+    w: Workload, stage: int = 0, layers: int | None = None, vs: int | None = None
+) -> float:
     """One of a stage's chunks of `layers` layers (a middle chunk's by default), one microbatch:
     with recompute full on only its first N layers (recompute_num_layers, recompute_per_stage),
-    those keep their inputs, the rest all they save."""
+    those keep their inputs, the rest all they save. Where the model's layers differ (model/
+    stack.py) and the virtual stage `vs` is given, each layer of its slice of the stack saves
+    what its own kind saves."""
     par, b, num = w.parallel, w.training.micro_batch, w.training.numerics
     n = w.layers_per_chunk if layers is None else layers
     full = par.recomputed_layers(n, stage)
+    if vs is not None and not stack.uniform(w.model):
+        start = sum(w.chunk_layers[:vs])
+        rest = dataclasses.replace(par, recompute="none")
+        return sum(
+            activation_per_layer_bytes(kind, par if i < full else rest, b, num)
+            for i, kind in enumerate(stack.kinds(w.model)[start : start + n])
+        )
     if par.recompute != "full" or full == n:
         return n * activation_per_layer_bytes(w.model, par, b, num)
     rest = dataclasses.replace(par, recompute="none")
@@ -142,7 +154,7 @@ def _weight_grad_bytes(
     for op in L.build_layer(model, parallel, micro_batch, numerics):
         if op.kind == "gemm":
             total += sum(L.stored_bytes(s, parallel) for s in op.saves)
-            row = op.saves[0].shard == L.TP  # a row-parallel layer's input is TP-split
+            row = bool(op.saves) and op.saves[0].shard == L.TP  # a row layer's input: TP-split
             split = parallel.tp if row and parallel.sequence_parallel else 1
             total += BYTES_16BIT * op.gemm.m * op.gemm.n / split
     return total
@@ -160,13 +172,17 @@ def end_stage_bytes(
 def _end_stage_bytes(
     model: ModelSpec, parallel: ParallelSpec, micro_batch: int, cross_entropy: str
 ) -> tuple[float, float]:
-    return tuple(
+    emb, out = (
         sum(L.stored_bytes(s, parallel) for s in saves)
         for saves in (
             L.embedding_saves(model, micro_batch, parallel.cp),
             L.output_saves(model, parallel.tp, micro_batch, parallel.cp, cross_entropy),
         )
     )
+    if model.mtp_layers:  # each MTP depth: a layer of the last kind and the output layer again
+        last = stack.kinds(model)[-1]
+        out += model.mtp_layers * (_per_layer_bytes(last, parallel, micro_batch, BF16) + out)
+    return emb, out
 
 
 def stage_output_bytes(model: ModelSpec, parallel: ParallelSpec, micro_batch: int) -> float:
@@ -237,7 +253,8 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
     emb, out = end_stage_bytes(model, par, b, w.training.cross_entropy)
-    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven:
+    mixed = not stack.uniform(model)
+    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven or mixed:
         return _walk_peak(w, stage, emb, out)
     chunk = chunk_activation_bytes(w, stage)
     first = emb if stage == 0 else 0.0
@@ -267,13 +284,17 @@ def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
     per_layer_w = weight_grad_bytes(w.model, par, w.training.micro_batch, w.training.numerics)
     placement = par.placement
     counts = w.chunk_layers
-    chunks = {n: chunk_activation_bytes(w, stage, n) for n in set(counts)}
+    if stack.uniform(w.model):
+        by_n = {n: chunk_activation_bytes(w, stage, n) for n in set(counts)}
+        chunks = [by_n[n] for n in counts]
+    else:  # each virtual stage's own slice of the stack
+        chunks = [chunk_activation_bytes(w, stage, n, vs) for vs, n in enumerate(counts)]
     sent = sends_output(par, last, placement)
     output = stage_output_bytes(w.model, par, w.training.micro_batch)
     held = peak = 0.0
     for a in build(par.schedule, p, w.microbatches, v)[stage]:
         vs = virtual_stage(p, stage, a.chunk, placement)
-        size = chunks[counts[vs]] + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
+        size = chunks[vs] + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
         w_bytes = counts[vs] * per_layer_w
         size += output if vs in sent else 0.0
         allocated, freed = HOLDS[a.kind](size, w_bytes)

@@ -275,11 +275,21 @@ def chunk_costs(
     sent = sends_output(par, last, placement)
     per_layer_for_w = weight_grad_bytes(w.model, par, b, w.training.numerics)
 
+    mtp = w.model.mtp_layers
+    mtp_lt = (mixed.times[mixed.kinds[-1]] if mixed else lt) if mtp else None
+
     def chunk(vs: int) -> ChunkCost:
         stage, n = schedule.stage_and_chunk(par.pp, vs, placement)[0], counts[vs]
         full = par.recomputed_layers(n, stage)
         (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp), (f_fsdp, b_fsdp) = sums(vs, n, full)
         first, final = vs == 0, vs == last
+        if final and mtp:  # each MTP depth: a layer of the last kind, the output layer again
+            fields = (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp)
+            more = tuple(mtp * getattr(mtp_lt, f) for f in LAYER_FIELDS)
+            fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp = (
+                x + y for x, y in zip(fields, more, strict=True)
+            )
+            fwd, bwd, i = fwd + mtp * out_f, bwd + mtp * out_b, i + mtp * out_b
         a_f, a_b = amax(n) if amax else (0.0, 0.0)
         fwd, bwd, i = fwd + f_fsdp + a_f, bwd + b_fsdp + a_b, i + b_fsdp + a_b
         side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
@@ -289,7 +299,7 @@ def chunk_costs(
             forward_tp_s=tp_f,
             backward_tp_s=tp_b,
             recompute_s=rc,
-            activation_bytes=chunk_activation_bytes(w, stage, n)
+            activation_bytes=chunk_activation_bytes(w, stage, n, vs)
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + (output if vs in sent else 0.0),
             input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),

@@ -110,6 +110,22 @@ class ModelSpec:
     router_score: str = field(default="softmax", metadata={"choices": ROUTER_SCORES})
     """How the router scores experts: softmax (Mixtral, Qwen3) or sigmoid (DeepSeek-V3)
     (`moe_router_score_function`)."""
+    kv_lora_rank: int = field(default=0, metadata=ZERO_OK)
+    """Multi-head latent attention (DeepSeek-V2/V3, arXiv 2412.19437 §2.1.1; Megatron-Core
+    MLASelfAttention): keys and values are projected down to a latent of this width and back
+    up per head; 0 is ordinary attention. head_dim is then the heads' non-rotary width."""
+    q_lora_rank: int = field(default=0, metadata=ZERO_OK)
+    """With MLA, the queries' latent width (DeepSeek-V3 1536); 0 projects queries directly."""
+    qk_rope_dim: int = field(default=0, metadata=ZERO_OK)
+    """With MLA, the rotary part of each query and key head, its key part shared by the heads
+    (DeepSeek-V3 64; Megatron-Core qk_pos_emb_head_dim)."""
+    v_head_dim: int = field(default=0, metadata=ZERO_OK)
+    """With MLA, the width of each value head (DeepSeek-V3 128); 0 means head_dim."""
+    mtp_layers: int = field(default=0, metadata=ZERO_OK)
+    """Multi-token-prediction depth (DeepSeek-V3 1; Megatron-Core mtp_num_layers): each predicts
+    one more token with a layer of the model's last kind, a projection of [h; embedding] to h and
+    another pass of the output layer and loss, on the last pipeline stage. Its parameters are
+    not counted in total_params (transformers builds none)."""
     vocab_divisible_by: int = 128
     """Megatron pads the vocabulary to a multiple of this times t
     (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
@@ -149,6 +165,11 @@ class ModelSpec:
         if not self.window:
             return False
         return not (self.global_every and (layer + 1) % self.global_every == 0)
+
+    @property
+    def mla(self) -> bool:
+        """The layers attend through multi-head latent attention."""
+        return self.kv_lora_rank > 0
 
     @property
     def expert_ffn(self) -> int:

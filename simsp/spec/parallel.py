@@ -137,6 +137,11 @@ class ParallelSpec:
     last_stage_layers: int = 0
     """Transformer layers on the last pipeline stage, if not an equal share
     (--decoder-last-pipeline-num-layers)."""
+    pipeline_layout: str = ""
+    """Which layers each virtual stage holds, Megatron-Core's --pipeline-model-parallel-layout
+    (spec/pipeline_layout.py: "Et|(tt|)*30mL"); empty: the equal split and the flags above.
+    The embedding must open the first virtual stage, the loss and any MTP layers close the last.
+    In a YAML flow mapping, quote it."""
     account_for_embedding_in_pipeline_split: bool = False
     """Count the embedding as one layer when splitting the layers over the pipeline: the first
     model chunk holds one transformer layer fewer (Megatron-Core's flag of that name)."""
@@ -210,7 +215,8 @@ class ParallelSpec:
     def uneven(self) -> bool:
         """Whether some model chunks hold more layers than others."""
         return bool(
-            self.first_stage_layers
+            self.pipeline_layout
+            or self.first_stage_layers
             or self.last_stage_layers
             or self.account_for_embedding_in_pipeline_split
             or self.account_for_loss_in_pipeline_split
@@ -265,10 +271,13 @@ def split_layers(par: ParallelSpec, layers: int) -> tuple[int, ...]:
     stages hold that many and the stages left share the rest, each stage's layers split equally
     over its chunks; with account_for_embedding/loss_in_pipeline_split the embedding and the loss
     count as a layer each, taken from the first and last chunk. The workload rules check that
-    the shares are whole (spec/rules.py)."""
+    the shares are whole (spec/rules.py); a pipeline_layout names each virtual stage's layers."""
+    from simsp.spec.pipeline_layout import parse
     from simsp.spec.schedules import stage_and_chunk
 
     p, v = par.pp, par.chunks
+    if par.pipeline_layout:
+        return tuple(stage.layers for stage in parse(par.pipeline_layout))
     flags = par.account_for_embedding_in_pipeline_split + par.account_for_loss_in_pipeline_split
     if not (par.first_stage_layers or par.last_stage_layers):
         counts = [(layers + flags) // (p * v)] * (p * v)

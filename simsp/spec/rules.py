@@ -24,6 +24,7 @@ from simsp.spec.parallel import (
     RECOMPUTE_MODES,
     SCHEDULES,
 )
+from simsp.spec.pipeline_layout import parse as parse_layout
 from simsp.spec.precision import FP8_RECIPES, PRECISIONS
 from simsp.spec.schedules import REGISTRY
 from simsp.spec.workload import CROSS_ENTROPIES, Workload
@@ -108,6 +109,7 @@ def _rules(w: Workload):
     yield "parallel.tp", p.tp, m.ffn % p.tp == 0, f"must divide the MLP size ({m.ffn})"
     yield from _context_rules(w)
     yield from _window_rules(w)
+    yield from _mla_rules(w)
     yield from _expert_rules(w)
     yield from _fsdp_rules(w)
     yield from _optimizer_rules(w)
@@ -184,6 +186,30 @@ def _window_rules(w: Workload):
         m.sliding_window,
         p.cp == 1,
         f"is not modelled under context parallelism (cp {p.cp}): use cp 1 or no window",
+    )
+
+
+def _mla_rules(w: Workload):
+    """(key, value, holds, rule) for multi-head latent attention."""
+    m, p = w.model, w.parallel
+    if not m.mla:
+        for key in ("q_lora_rank", "qk_rope_dim", "v_head_dim"):
+            yield (
+                f"model.{key}",
+                getattr(m, key),
+                getattr(m, key) == 0,
+                "needs model.kv_lora_rank (multi-head latent attention)",
+            )
+        return
+    yield "model.attention", m.attention, m.attention == "flash", "must be flash with MLA"
+    yield "parallel.cp", p.cp, p.cp == 1, "is not modelled with MLA yet (use cp 1)"
+    yield "model.qk_norm", m.qk_norm, m.qk_norm == "none", "must be none with MLA"
+    yield "model.sliding_window", m.sliding_window, not m.window, "is not modelled with MLA"
+    yield (
+        "model.qk_rope_dim",
+        m.qk_rope_dim,
+        (m.head_size + m.qk_rope_dim + (m.v_head_dim or m.head_size)) % 2 == 0,
+        "head_dim + qk_rope_dim + v_head_dim must be even (the fused kernel's mean head)",
     )
 
 
@@ -348,6 +374,9 @@ def _split_rules(w: Workload):
     TransformerConfig.__post_init__ checks them."""
     m, p = w.model, w.parallel
     first, last, v = p.first_stage_layers, p.last_stage_layers, p.chunks
+    if p.pipeline_layout:
+        yield from _layout_rules(w)
+        return
     accounted = p.account_for_embedding_in_pipeline_split or p.account_for_loss_in_pipeline_split
     if accounted:
         key = "parallel.account_for_embedding_in_pipeline_split"
@@ -377,6 +406,53 @@ def _split_rules(w: Workload):
         (rest == 0 if left == 0 else rest > 0 and rest % (left * v) == 0),
         f"less first/last_stage_layers ({rest}) must divide into the other {left} stages x "
         f"{v} chunks equally",
+    )
+
+
+def _layout_rules(w: Workload):
+    """(key, value, holds, rule) for a pipeline_layout string."""
+    m, p, key = w.model, w.parallel, "parallel.pipeline_layout"
+    stages = parse_layout(p.pipeline_layout)
+    yield (
+        key,
+        p.pipeline_layout,
+        stages is not None,
+        ("must be virtual stages of E, t, m, L separated by '|', with x*n and (...)*n repeats"),
+    )
+    others = (p.first_stage_layers, p.last_stage_layers, p.account_for_embedding_in_pipeline_split)
+    yield (
+        key,
+        p.pipeline_layout,
+        not any(others) and not p.account_for_loss_in_pipeline_split,
+        "cannot be combined with first/last_stage_layers or account_for_*_in_pipeline_split",
+    )
+    n = p.pp * p.chunks
+    yield (
+        key,
+        p.pipeline_layout,
+        len(stages) == n,
+        (f"must name pp x virtual stages ({p.pp} x {p.chunks} = {n}) stages, not {len(stages)}"),
+    )
+    yield (
+        key,
+        p.pipeline_layout,
+        sum(s.layers for s in stages) == m.layers,
+        (f"must hold model.layers ({m.layers}) t's, not {sum(s.layers for s in stages)}"),
+    )
+    ends = stages[0].embedding and stages[-1].loss
+    placed = not any(s.embedding for s in stages[1:]) and not any(s.loss for s in stages[:-1])
+    yield (
+        key,
+        p.pipeline_layout,
+        ends and placed,
+        ("must open with E on the first stage and close with L on the last, once each"),
+    )
+    mtp = sum(s.mtp for s in stages)
+    yield (
+        key,
+        p.pipeline_layout,
+        mtp == stages[-1].mtp == m.mtp_layers,
+        (f"must place model.mtp_layers ({m.mtp_layers}) m's, all on the last stage"),
     )
 
 

@@ -52,7 +52,43 @@ MOE_RECIPES = {
     ("26.04", "gpt-oss-120b", "B300"): (FLEX, False),
     ("26.04", "gpt-oss-120b", "B200"): (FLEX, False),
     ("26.04", "gpt-oss-120b", "H100"): (ALLTOALL, False),
+    # DeepSeek-V3 (§4b): 25.09's token-drop runs turn DeepEP off; H100 DeepEP with EP overlap
+    ("25.09", "deepseek-v3", "GB200"): (ALLTOALL, False),
+    ("25.09", "deepseek-v3", "B200"): (ALLTOALL, False),
+    ("25.09", "deepseek-v3", "H100"): (FLEX, True),
+    ("25.11", "deepseek-v3", "GB300"): (FLEX, False),
+    ("25.11", "deepseek-v3", "GB200"): (FLEX, False),
+    ("25.11", "deepseek-v3", "B200"): (ALLTOALL, False),
+    ("26.04", "deepseek-v3", "GB300"): (FLEX, False),
+    ("26.04", "deepseek-v3", "GB200"): (FLEX, False),
+    ("26.04", "deepseek-v3", "B300"): (FLEX, False),
+    ("26.04", "deepseek-v3", "B200"): (FLEX, False),
+    ("26.04", "kimi-k2", "GB300"): (FLEX, False),
 }
+
+DSV3_MTP = "Et*4|(t*4|)*14tmL"
+"""Megatron-Bridge's DeepSeek-V3 layout for 16 virtual stages with MTP (its (4, 4) and (16, 1)
+pp_vp maps: recipes/deepseek/deepseek_v3.py, research note §4c)."""
+LAYOUTS = {
+    # row id: (pipeline_layout, virtual stages per pipeline stage) as the release's code ran it
+    "mb2509-gb200-deepseekv3-tokendrop": (DSV3_MTP, 4),
+    # the table's PP 8 / VP 2 is not in r0.1.0 (it hard-codes (4, 4)); its 16 stages taken
+    "mb2509-gb200-deepseekv3-tokendrop-mxfp8": (DSV3_MTP, 2),
+    "mb2509-b200-deepseekv3-tokendrop": (DSV3_MTP, 1),
+    "mb2509-b200-deepseekv3-tokendrop-mxfp8": (DSV3_MTP, 1),
+    "mb2509-h100-deepseekv3-dropless": ("Et|(tt|)*30mL", 4),
+    # gaod/r0.2.0_test's "Et*3|(t*4|)*14ttL" (16 stages, no MTP): VP 8 at PP 2, VP 4 at PP 4
+    "mb2511-gb300-deepseekv3-nomtp-bf16": ("Et*3|(t*4|)*14ttL", 8),
+    "mb2511-gb300-deepseekv3-nomtp-mxfp8": ("Et*3|(t*4|)*14ttL", 8),
+    "mb2511-gb200-deepseekv3-nomtp-bf16": ("Et*3|(t*4|)*14ttL", 4),
+    "mb2511-b200-deepseekv3-mtp": (DSV3_MTP, 1),
+    "mb2604-gb300-deepseekv3": (DSV3_MTP, 8),
+    "mb2604-gb200-deepseekv3": (DSV3_MTP, 4),
+    "mb2604-b300-deepseekv3": (DSV3_MTP, 1),
+    "mb2604-b200-deepseekv3": (DSV3_MTP, 1),
+}
+"""The pipeline layouts of the DeepSeek-V3 runs (61 layers, which no equal split divides). Not
+found in any branch: 25.11's GB200 MXFP8 row (PP 8 / VP 4 / EP 32) and Kimi-K2's."""
 
 
 def moe_recipe(release: str, model: str, family: str) -> tuple[str, bool] | None:

@@ -22,6 +22,11 @@ MOE_COLUMNS = (
     "model.dense_layers",
     "model.qk_layernorm",
     "model.layers_full_model",
+    "model.mtp_layers",
+    "model.q_lora_rank",
+    "model.kv_lora_rank",
+    "model.qk_rope_dim",
+    "model.v_head_dim",
     "parallel.etp",
     "moe.routing",
     "moe.dispatcher",
@@ -41,7 +46,29 @@ MOE_ARCH = {
     "qwen3-235b-a22b": {"moe_ffn": 1536, "head_dim": 128, "qk_layernorm": True},
     # NeMo gpt_oss.py @8cfedd7203 GPTOSSConfig120B
     "gpt-oss-120b": {"moe_ffn": 2880, "head_dim": 64},
+    # NeMo deepseek.py @8cfedd7203 DeepSeekV3Config (the csv row: the same as runs.yaml's rows)
+    "deepseek-v3": {
+        "moe_ffn": 2048,
+        "shared_experts": 1,
+        "shared_expert_ffn": 2048,
+        "dense_layers": 3,
+        "head_dim": 128,
+        "q_lora_rank": 1536,
+        "kv_lora_rank": 512,
+        "qk_rope_dim": 64,
+        "v_head_dim": 128,
+        "mtp_layers": 1,
+    },
 }
+
+
+MLA_KEYS = {
+    "q_lora_rank": "q_lora_rank",
+    "kv_lora_rank": "kv_lora_rank",
+    "qk_rope_dim": "qk_rope_head_dim",
+    "v_head_dim": "v_head_dim",
+}
+"""ModelSpec's MLA keys and runs.yaml's (its `mla:` mapping)."""
 
 
 def _cell(value) -> str:
@@ -57,9 +84,12 @@ def _flat(run: dict) -> dict:
     from simsp.validate.published_runs import _flat as flat
 
     row = flat(run)
+    mla = run["model"].get("mla") or {}
     for col in MOE_COLUMNS:
         section, _, key = col.partition(".")
-        row[col] = _cell((run.get(section) or {}).get(key))
+        row[col] = _cell((run.get(section) or {}).get(key, mla.get(MLA_KEYS.get(key, ""))))
+    if mla:
+        row["model.head_dim"] = _cell(mla["qk_nope_head_dim"])
     row["hardware.nvlink_domain"] = _cell(run["hardware"].get("nvlink_domain"))
     return row
 

@@ -17,11 +17,12 @@ import re
 from simsp.errors import InputError
 from simsp.spec.model import GATED_MLPS, ModelSpec
 from simsp.spec.parallel import ParallelSpec
+from simsp.spec.pipeline_layout import parse as parse_layout
 from simsp.spec.rules import validate
 from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.baseline import naive_baseline_s
-from simsp.validate.moe_recipes import moe_recipe
+from simsp.validate.moe_recipes import LAYOUTS, moe_recipe
 from simsp.validate.moe_runs import SET as MOE_SET
 from simsp.validate.moe_runs import read_moe_runs, with_architecture
 from simsp.validate.published_runs import RUNS_FILE, read_published
@@ -88,6 +89,9 @@ def _model(row: dict) -> ModelSpec:
         "qwen3-moe": ("swiglu", "rmsnorm", "rope", False),
         "grok-1": ("geglu", "rmsnorm", "rope", False),
         "gpt-oss": ("swiglu", "rmsnorm", "rope", "qkv"),
+        # NeMo deepseek.py @8cfedd7203 DeepSeekV3Config; Kimi-K2 the same layout
+        "deepseek-v3": ("swiglu", "rmsnorm", "rope", False),
+        "kimi-k2": ("swiglu", "rmsnorm", "rope", False),
         "gpt": ("gelu", "layernorm", "learned", True),  # NeMo GPTConfig: add_bias_linear
         "llama": ("swiglu", "rmsnorm", "rope", False),
         "nemotron": ("squared_relu", "layernorm", "rope", False),  # nemotron.py add_bias_linear
@@ -105,7 +109,7 @@ def _model(row: dict) -> ModelSpec:
         seq_len=_int(row["model.seq"]),
         vocab=_int(row["model.vocab"]),
         ffn_hidden=_int(row["model.ffn"]),
-        kv_heads=_int(row["model.kv_heads"]),
+        kv_heads=0 if "MLA" in row["model.kv_heads"] else _int(row["model.kv_heads"]),
         mlp=mlp,
         norm=norm,
         position=position,
@@ -134,6 +138,15 @@ def _experts(row: dict, arch: str) -> dict:
     }
     if row.get("model.qk_layernorm") == "true":
         out["qk_norm"] = "head"
+    if row.get("model.kv_lora_rank"):  # multi-head latent attention, sigmoid router
+        out.update(
+            q_lora_rank=_int(row["model.q_lora_rank"]),
+            kv_lora_rank=_int(row["model.kv_lora_rank"]),
+            qk_rope_dim=_int(row["model.qk_rope_dim"]),
+            v_head_dim=_int(row["model.v_head_dim"]),
+            mtp_layers=_mtp(row),
+            router_score="sigmoid",
+        )
     if arch == "gpt-oss":
         out.update(sliding_window=128, global_every=2)
     return out
@@ -162,6 +175,14 @@ def training_spec(
     )
 
 
+def _mtp(row: dict) -> int:
+    """The row's multi-token-prediction depth; where the table is silent, the m's of the
+    layout its release's code ran (Megatron-Bridge's DeepSeek-V3 recipes: mtp_num_layers 1)."""
+    if row.get("model.mtp_layers"):
+        return _int(row["model.mtp_layers"])
+    return sum(s.mtp for s in parse_layout(LAYOUTS[row["id"]][0])) if row["id"] in LAYOUTS else 0
+
+
 def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     """ep, etp, the dispatcher and the EP all-to-all overlap of a mixture-of-experts row (none
     for a dense one): etp as the row states it, else 1 for Megatron-Bridge (its MoE recipes set
@@ -187,7 +208,14 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
         + (", EP all-to-all overlap" if overlap else "")
         + ", balanced routing"
     )
-    return {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+    out = {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+    if row["id"] in LAYOUTS:
+        layout, vp = LAYOUTS[row["id"]]
+        notes.append(f"pipeline layout {layout} with vp {vp} (the release's code)")
+        out.update(
+            pipeline_layout=layout, virtual_stages=vp, schedule="interleaved" if vp > 1 else "1f1b"
+        )
+    return out
 
 
 def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "") -> ParallelSpec:
@@ -205,7 +233,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "")
     mode = re.search(r"MP mode (\w+)", row.get("notes", ""))
     if fsdp and mode and mode.group(1) in COMPOSER_REDUCE_FP32:
         reduce_fp32 = COMPOSER_REDUCE_FP32[mode.group(1)]
-    split = _int(row["model.layers"]) % (pp * vp) != 0 and pp > 1
+    split = _int(row["model.layers"]) % (pp * vp) != 0 and pp > 1 and row["id"] not in LAYOUTS
     notes.append(
         f"sp {'on' if sp_on else 'off'}, recompute {recompute}, "
         + ("fsdp" if fsdp else "distributed optimizer")
@@ -217,7 +245,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "")
         + (", TE's cached dummy wgrads" if recipe.cached_dummy_wgrads and not fsdp else "")
         + (", embedding and loss counted in the pipeline split" if split else "")
     )
-    return ParallelSpec(
+    settings = dict(
         tp=tp,
         pp=pp,
         cp=cp,
@@ -241,8 +269,8 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "")
         # Megatron-Bridge llama3.py count the embedding and the loss as a layer each
         account_for_embedding_in_pipeline_split=split,
         account_for_loss_in_pipeline_split=split,
-        **_expert_parallel(row, tp, recipe_key, notes),
     )
+    return ParallelSpec(**{**settings, **_expert_parallel(row, tp, recipe_key, notes)})
 
 
 def nemo_llama2_flops(row: dict) -> float:
@@ -286,10 +314,11 @@ def _precision(value: str, recipe: Recipe) -> tuple[str, str]:
 
 
 def _unexpressible(row: dict) -> str:
-    if "MLA" in row["model.kv_heads"] or row["model.arch"].startswith(("deepseek", "kimi")):
+    mla = "MLA" in row["model.kv_heads"] or row["model.arch"].startswith(("deepseek", "kimi"))
+    if mla and row["id"] not in LAYOUTS:
         return (
-            f"{row['model.arch']}: multi-head latent attention (MLA) and multi-token prediction "
-            "are not modelled yet"
+            f"{row['model.arch']}: the pipeline layout this run used was not found in its "
+            "release's code (its 61 layers split unevenly)"
         )
     return SKIP.get(row["id"], "")
 
