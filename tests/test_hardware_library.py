@@ -79,11 +79,13 @@ DERIVED_ELSEWHERE = (
     "gemm_model_fp8.csv",
     "flash_attention.csv",
     "flash_attention_fp8.csv",
+    "grouped_gemm.csv",
     "simumax_b200_bf16_ceperm.json",
     "SIMUMAX_LICENSE",
 )
-"""Written by derive_gemm_tables.py, derive_gemm_model.py and derive_flash_attention.py, not
-derive_library.py; SimuMax's B200 file and licence are copies derive_gemm_tables.py reads."""
+"""Written by derive_gemm_tables.py, derive_gemm_model.py, derive_flash_attention.py and
+derive_grouped_gemm.py, not derive_library.py; SimuMax's B200 file and licence are copies
+derive_gemm_tables.py reads."""
 
 
 def _positive(seconds: float) -> bool:

@@ -211,3 +211,99 @@ def test_active_parameters_of_mixtral():
     assert params.total_params(model) == 46_702_792_704
     assert params.active_params(model) == 12_879_925_248
     assert math.isclose(params.active_params(model) / 1e9, 12.9, abs_tol=0.05)
+
+
+def test_mla_layers_count_as_transformers_builds_them():
+    """DeepSeek-V3's config: 671,026,404,352 parameters, 37,552,282,624 active, as transformers
+    builds it on the meta device (workloads/models/moe-counts.md), MTP not among them."""
+    from simsp.io.config import load_workload as load
+
+    w = load("workloads/deepseek-v3.yaml")
+    assert params.total_params(w.model) == 671_026_404_352
+    assert params.active_params(w.model) == 37_552_282_624
+    assert w.model.mtp_layers == 1 and params.mtp_params(w.model) > 0
+
+
+def test_mla_attention_ops():
+    """MLA at tp 2 (SP): the duplicated down-projections over a rank's s/t tokens, the latents
+    (q 1536 + kv 512 + rope 64) gathered over TP, up-projections split over heads, and the fused
+    kernel's FLOPs those of 2 s² (d + r) + 2 s² v per head."""
+    from simsp.io.config import load_workload as load
+
+    w = load("workloads/deepseek-v3.yaml")
+    par = ParallelSpec(tp=2, sequence_parallel=True)
+    ops = {op.name: op for op in build_layer(stack.kinds(w.model)[-1], par, 1)}
+    s, h = w.model.seq_len, w.model.hidden
+    assert (ops["q down"].gemm.m, ops["q down"].gemm.n, ops["q down"].gemm.k) == (s // 2, 1536, h)
+    assert ops["kv down"].gemm.n == 512 + 64
+    assert ops["latent gather"].fwd_comm.bytes == 2 * s * (1536 + 512 + 64)
+    assert ops["q up"].gemm.n == 128 * (128 + 64) // 2
+    assert ops["kv up"].gemm.n == 128 * (128 + 128) // 2
+    att = ops["flash attention"].attention
+    assert att.flops == 64 * (2 * s * s * (128 + 64) + 2 * s * s * 128)
+
+
+def test_pipeline_layout_places_each_stages_layers():
+    """Megatron-Core's layout string: "Et|(tt|)*30mL" is 32 virtual stages of 1, 2 x 30 and 0
+    layers, MTP and loss on the last; its chunks are the layout's, and the rules hold it to the
+    model and the pipeline."""
+    from simsp.io.config import load_workload as load
+    from simsp.spec.pipeline_layout import parse
+
+    stages = parse("Et|(tt|)*30mL")
+    assert [st.layers for st in stages] == [1] + [2] * 30 + [0]
+    assert stages[0].embedding and stages[-1].loss and stages[-1].mtp == 1
+    w = load("workloads/deepseek-v3.yaml")
+    assert w.chunk_layers == tuple(st.layers for st in parse(w.parallel.pipeline_layout))
+    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, pipeline_layout="Et|tL"))
+    with pytest.raises(InputError, match="pipeline_layout"):
+        validate(bad, "w.yaml")
+
+
+def test_grouped_gemm_table_prices_routed_experts_as_measured(tmp_path):
+    """On a B200 a routed expert's grouped GEMM takes what SimuMax measured Transformer Engine's
+    grouped GEMM to take at the nearest measured shape over what the GEMM tables give it: at a
+    measured point, exactly the measured time; one local expert is a plain GEMM; a GPU without
+    a grouped table prices the groups as a batch."""
+    import importlib.util
+
+    from simsp.cost.compute import FORWARD, WGRAD, gemm_grad_shapes
+    from simsp.model.ops import Gemm
+
+    b200 = cost_model(load_hardware("hardware/dgx-b200.yaml")).compute
+    p = next(x for x in b200.grouped.points if x.layout == "TN" and x.groups == 32)
+    g = Gemm(p.m, p.n, p.k, batch=p.groups, grouped=True)
+    assert b200.gemm(g, FORWARD).seconds == pytest.approx(p.flops / (p.tflops * 1e12))
+    w = next(x for x in b200.grouped.points if x.layout == "NT" and x.groups == 32 and x.n == p.n)
+    (_, _), (wg, wl) = gemm_grad_shapes(Gemm(w.m, w.n, w.k, batch=w.groups, grouped=True))
+    assert wl == WGRAD and b200.gemm(wg, wl).seconds == pytest.approx(w.flops / (w.tflops * 1e12))
+    one = Gemm(8192, 4096, 7168, grouped=True)
+    assert b200.gemm(one).seconds == b200.gemm(Gemm(8192, 4096, 7168)).seconds
+    h100 = cost_model(H100).compute
+    assert h100.grouped is None
+    assert h100.gemm(g).seconds == h100.gemm(Gemm(p.m, p.n, p.k, batch=p.groups)).seconds
+    # the table is what derive_grouped_gemm.py writes from SimuMax's system file
+    path = "hardware/calibration/derive_grouped_gemm.py"
+    spec = importlib.util.spec_from_file_location("derive_grouped_gemm", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.derive(out=tmp_path / "grouped_gemm.csv")
+    assert out.read_bytes() == module.OUT.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("groups,m,n,k\n", "must be groups,m,n,k,layout,tflops"),
+        ("groups,m,n,k,layout,tflops\n2,64,64,64,XX,10\n", "must be one of"),
+        ("groups,m,n,k,layout,tflops\n2,64,64,64,TN,nan\n", "positive rate"),
+        ("groups,m,n,k,layout,tflops\n2,64,64,64,TN,10\n", "every stage"),
+    ],
+)
+def test_a_bad_grouped_gemm_table_is_one_clean_error(tmp_path, text, rule):
+    from simsp.tables.grouped_gemm import read_grouped_gemm_table
+
+    path = tmp_path / "g.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=rule):
+        read_grouped_gemm_table(path)

@@ -18,6 +18,7 @@ from simsp.spec.hardware import HardwareSpec
 from simsp.spec.precision import BYTES_FP8, fp8_gemm_layout
 from simsp.tables import GemmTable, read_attention_table, read_gemm_table
 from simsp.tables.attention import BACKWARD_FLOPS_FACTOR, AttentionTable
+from simsp.tables.grouped_gemm import read_grouped_gemm_table
 from simsp.units import BYTES_16BIT, GB, TERA, US
 
 FORWARD, DGRAD, WGRAD = "TN", "NN", "NT"
@@ -46,6 +47,16 @@ def gemm_grad_shapes(g: Gemm) -> tuple[tuple[Gemm, str], tuple[Gemm, str]]:
     dgrad = dataclasses.replace(g, m=g.m, n=g.k, k=g.n)
     wgrad = dataclasses.replace(g, m=g.n, n=g.k, k=g.m)
     return (dgrad, DGRAD), (wgrad, WGRAD)
+
+
+def _forward_shape(g: Gemm, layout: str) -> tuple[int, int, int, int]:
+    """(groups, m, n, k) of the forward GEMM whose stage `layout` this shape is (the inverse of
+    gemm_grad_shapes)."""
+    if layout == DGRAD:
+        return g.batch, g.m, g.k, g.n
+    if layout == WGRAD:
+        return g.batch, g.k, g.m, g.n
+    return g.batch, g.m, g.n, g.k
 
 
 def attention_grad_shapes(g: Gemm) -> tuple[Gemm, Gemm]:
@@ -171,10 +182,37 @@ class ComputeModel:
             else None
         )
         self._kernels: dict[str, AttentionTable] = {}
+        self.grouped = read_grouped_gemm_table(cal.grouped_gemm) if cal.grouped_gemm else None
+        self._grouped_ratio: dict = {}
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM in its operand type: the measured table where it covers the shape,
-        then the modeled table, else the roofline."""
+        then the modeled table, else the roofline; a grouped GEMM, that time times the nearest
+        measured grouped GEMM's own over the time the tables give it (grouped_ratio)."""
+        timed = self._gemm(g, layout)
+        if not (g.grouped and self.grouped and g.batch > 1):  # one group is one plain GEMM
+            return timed
+        ratio = self.grouped_ratio(*_forward_shape(g, layout), layout)
+        return Timed(timed.seconds * ratio, timed.source + "+grouped")
+
+    def grouped_ratio(self, groups: int, m: int, n: int, k: int, layout: str) -> float:
+        """How much longer the nearest measured grouped GEMM of this stage took than the GEMM
+        tables price its groups (as a batch of equal GEMMs): what running the groups as one
+        Transformer Engine grouped GEMM costs beyond the per-shape rate. Measured in BF16 and
+        applied to FP8 grouped GEMMs too (the same kernel family, each group's own shape)."""
+        p = self.grouped.nearest(groups, m, n, k, layout)
+        key = (p, layout)
+        if key not in self._grouped_ratio:
+            fwd = Gemm(p.m, p.n, p.k, p.groups)
+            (dgrad, _), (wgrad, _) = gemm_grad_shapes(fwd)
+            shape = {FORWARD: fwd, DGRAD: dgrad, WGRAD: wgrad}[layout]
+            priced = self._gemm(shape, layout).seconds
+            measured = p.flops / (p.tflops * TERA)
+            self._grouped_ratio[key] = measured / priced
+        return self._grouped_ratio[key]
+
+    def _gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
+        """gemm without the grouped-GEMM step."""
         if g.dtype == "fp8" and not self.hw.gpu.peak_fp8_tflops:
             raise InputError(
                 self.hw.source or self.hw.name,

@@ -213,7 +213,7 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
         gemm=_resolve_paths(path, "calibration.gemm", [cal.gemm], folder)[0] if cal.gemm else "",
         **{
             key: _resolve_paths(path, f"calibration.{key}", [getattr(cal, key)], folder)[0]
-            for key in ("gemm_model", "gemm_fp8", "gemm_model_fp8")
+            for key in ("gemm_model", "gemm_fp8", "gemm_model_fp8", "grouped_gemm")
             if getattr(cal, key)
         },
         flash_attention=(

@@ -64,6 +64,10 @@ class Gemm:
     dtype: str = "bf16"
     """Operand type: bf16, or fp8 (E4M3/E5M2 operands, BF16 output) for an FP8 run's linear
     layers."""
+    grouped: bool = False
+    """The batch is a grouped GEMM's groups (a mixture of experts' local experts in one
+    Transformer Engine grouped GEMM), priced by the hardware's grouped-GEMM table where it has
+    one."""
 
     @property
     def flops(self) -> float:

@@ -87,6 +87,10 @@ class CalibrationSpec:
     """Measured FP8 (e4m3 in, bf16 out) GEMM table, same columns as `gemm`; empty means none."""
     gemm_model_fp8: str = ""
     """Modeled FP8 GEMM table, anchored to measured FP8 points, used before the FP8 roofline."""
+    grouped_gemm: str = ""
+    """Measured grouped-GEMM throughput (CSV: groups, m, n, k, layout, tflops; tables/
+    grouped_gemm.py): a routed expert's GEMMs take the time the GEMM tables give them, times
+    what the nearest measured grouped GEMM took over that (cost/compute.py); empty means none."""
     flash_attention: str = ""
     """Measured FlashAttention throughput (CSV: gpu, kernel, head_dim, seq_len, causal, direction,
     tflops, source; FLOPs counted as the flash-attention benchmarks count them); empty means

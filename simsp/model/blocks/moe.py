@@ -90,8 +90,8 @@ def _routed_experts(
     received = BYTES_16BIT * rows * h
     fwd_act, bwd_act, width = ACTIVATIONS[model.mlp]
     act = BYTES_16BIT * rows * f
-    fc1 = Gemm(per_expert, (2 if gated else 1) * f, h, batch=local)
-    fc2 = Gemm(per_expert, h, f, batch=local)
+    fc1 = Gemm(per_expert, (2 if gated else 1) * f, h, batch=local, grouped=True)
+    fc2 = Gemm(per_expert, h, f, batch=local, grouped=True)
     expert_w = (
         Weight("experts fc1", model.experts * (2 if gated else 1) * model.expert_ffn * h, EXPERTS),
         Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),
