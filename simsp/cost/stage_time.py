@@ -211,7 +211,7 @@ def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
     its dp x cp shard with the distributed optimizer); Adam at its measured rate where there is
     one."""
     params = stage_params(w.model, w.parallel, stage)
-    expert = stage_expert_params(w.model, w.parallel, stage)
+    expert = stage_expert_params(w.model, w.parallel, stage) if w.model.experts else 0
     shard = (params - expert) / w.parallel.optimizer_shards
     shard += expert / w.parallel.expert_optimizer_shards if expert else 0.0
     if w.parallel.fsdp:  # gradients arrive sharded: every pass is over the shard

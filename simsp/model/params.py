@@ -25,35 +25,53 @@ def layer_params(model: ModelSpec) -> int:
     return sum(w.numel for w in layer_weights(model))
 
 
-def _mesh(parallel: ParallelSpec | int) -> ParallelSpec:
-    """The settings a weight's split reads (tp, and etp and ep for routed experts); a bare
-    integer is a TP size."""
-    return ParallelSpec(tp=parallel) if isinstance(parallel, int) else parallel.for_layer()
+Mesh = tuple[int, int, int]
+"""What a weight's split reads of the parallel settings: (tp, etp, ep); etp 0 means tp."""
 
 
-@lru_cache(maxsize=4096)
+def mesh_of(parallel: ParallelSpec | int) -> Mesh:
+    """The mesh key of parallel settings, or of a bare TP size."""
+    if isinstance(parallel, int):
+        return (parallel, 0, 1)
+    return (parallel.tp, parallel.etp, parallel.ep)
+
+
+@lru_cache(maxsize=256)
+def _mesh_spec(mesh: Mesh) -> ParallelSpec:
+    return ParallelSpec(tp=mesh[0], etp=mesh[1], ep=mesh[2])
+
+
 def layer_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
     """One layer on one rank: each weight over the ranks of the mesh dimensions that split it
     (TP weights / t, routed experts / (etp x ep)), replicated norms and row biases whole."""
-    mesh = _mesh(parallel)
-    return sum(L.stored_params(w, mesh) for w in layer_weights(model))
+    return _layer_params(model, mesh_of(parallel), False)
 
 
-@lru_cache(maxsize=4096)
 def expert_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
     """The routed experts' share of layer_params_per_rank (0 for a dense layer)."""
-    mesh = _mesh(parallel)
-    return sum(L.stored_params(w, mesh) for w in layer_weights(model) if w.expert)
+    return _layer_params(model, mesh_of(parallel), True)
 
 
 @lru_cache(maxsize=4096)
+def _layer_params(model: ModelSpec, mesh: Mesh, experts_only: bool) -> float:
+    spec = _mesh_spec(mesh)
+    return sum(
+        L.stored_params(w, spec) for w in layer_weights(model) if w.expert or not experts_only
+    )
+
+
 def linear_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> float:
     """One layer's linear-layer weights (biases, norms excepted) on one rank: the tensors an
     FP8 run keeps FP8 copies of."""
+    return _linear_params(model, mesh_of(parallel))
+
+
+@lru_cache(maxsize=4096)
+def _linear_params(model: ModelSpec, mesh: Mesh) -> float:
     ops = L.build_layer(model, ParallelSpec(), 1)
-    mesh = _mesh(parallel)
+    spec = _mesh_spec(mesh)
     return sum(
-        L.stored_params(w, mesh)
+        L.stored_params(w, spec)
         for op in ops
         if op.kind == "gemm"
         for w in op.weights
@@ -64,7 +82,7 @@ def linear_params_per_rank(model: ModelSpec, parallel: ParallelSpec | int) -> fl
 def total_params(model: ModelSpec) -> int:
     """All parameters of the model with its own (unpadded) vocabulary: layers, embeddings,
     final norm and, if untied, the output layer (one copy: tied weights are one tensor)."""
-    unpadded = ModelSpec(**{**model.__dict__, "vocab_divisible_by": 1})
+    unpadded = dataclasses.replace(model, vocab_divisible_by=1)
     ends = L.embedding_weights(unpadded, 1) + L.output_weights(unpadded, 1, pipelined=False)
     if stack.uniform(model):
         layers = model.layers * layer_params(model)
@@ -91,12 +109,12 @@ def mtp_params(model: ModelSpec, parallel: ParallelSpec | int = 1, experts_only=
     layer is shared. Not in total_params, as transformers builds none."""
     if not model.mtp_layers:
         return 0.0
-    mesh = _mesh(parallel)
+    mesh = mesh_of(parallel)
     last = stack.kinds(model)[-1]
     if experts_only:
-        return model.mtp_layers * expert_params_per_rank(last, mesh)
-    proj = 2 * model.hidden * model.hidden / mesh.tp + 2 * model.hidden
-    return model.mtp_layers * (layer_params_per_rank(last, mesh) + proj)
+        return model.mtp_layers * _layer_params(last, mesh, True)
+    proj = 2 * model.hidden * model.hidden / mesh[0] + 2 * model.hidden
+    return model.mtp_layers * (_layer_params(last, mesh, False) + proj)
 
 
 def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
@@ -109,9 +127,7 @@ def stage_params(model: ModelSpec, parallel: ParallelSpec, stage: int) -> float:
         return stage_params(plain, parallel, stage) + mtp_params(model, parallel)
     if stack.uniform(model):
         layers = parallel.stage_layers(model.layers, stage)
-        return _stage_params(
-            model, parallel.for_layer(), layers, stage == 0, stage == last, last != 0
-        )
+        return _stage_params(model, mesh_of(parallel), layers, stage == 0, stage == last, last != 0)
     return sum(chunk_params(model, parallel, vs) for vs in _stage_chunks(parallel, stage))
 
 
@@ -122,7 +138,7 @@ def stage_expert_params(model: ModelSpec, parallel: ParallelSpec, stage: int) ->
         return 0.0
     mtp = mtp_params(model, parallel, experts_only=True) if stage == parallel.last_stage else 0.0
     return mtp + sum(
-        _chunk_params(model, parallel.for_layer(), *_chunk_slice(model, parallel, vs), True)
+        _chunk_params(model, mesh_of(parallel), *_chunk_slice(model, parallel, vs), True)
         for vs in _stage_chunks(parallel, stage)
     )
 
@@ -132,7 +148,7 @@ def chunk_params(model: ModelSpec, parallel: ParallelSpec, vs: int) -> float:
     plus the embedding on the first and the final norm and output layer on the last."""
     last = parallel.pp * parallel.chunks - 1
     start, n = _chunk_slice(model, parallel, vs)
-    mesh = parallel.for_layer()
+    mesh = mesh_of(parallel)
     if stack.uniform(model):
         return _stage_params(model, mesh, n, vs == 0, vs == last, last != 0)
     layers = _chunk_params(model, mesh, start, n, False)
@@ -153,26 +169,24 @@ def _chunk_slice(model: ModelSpec, parallel: ParallelSpec, vs: int) -> tuple[int
 
 
 @lru_cache(maxsize=4096)
-def _chunk_params(
-    model: ModelSpec, mesh: ParallelSpec, start: int, n: int, experts_only: bool
-) -> float:
+def _chunk_params(model: ModelSpec, mesh: Mesh, start: int, n: int, experts_only: bool) -> float:
     """Layers start to start + n on one rank (only the routed experts' weights if experts_only)."""
-    per_layer = expert_params_per_rank if experts_only else layer_params_per_rank
     if stack.uniform(model):
-        return n * per_layer(model, mesh)
-    return sum(per_layer(kind, mesh) for kind in stack.kinds(model)[start : start + n])
+        return n * _layer_params(model, mesh, experts_only)
+    kinds = stack.kinds(model)[start : start + n]
+    return sum(_layer_params(kind, mesh, experts_only) for kind in kinds)
 
 
 @lru_cache(maxsize=4096)
 def _stage_params(
-    model: ModelSpec, mesh: ParallelSpec, layers: int, first: bool, last: bool, apart: bool
+    model: ModelSpec, mesh: Mesh, layers: int, first: bool, last: bool, apart: bool
 ) -> float:
     """`layers` identical layers; first / last: the stage holds the embedding / the output
     layer; apart: they are on different stages (then a tied output layer is a copy of its own)."""
-    t = mesh.tp
-    params = layers * layer_params_per_rank(model, mesh)
+    t, spec = mesh[0], _mesh_spec(mesh)
+    params = layers * _layer_params(model, mesh, False)
     if first:
-        params += sum(L.stored_params(w, mesh) for w in L.embedding_weights(model, t))
+        params += sum(L.stored_params(w, spec) for w in L.embedding_weights(model, t))
     if last:
-        params += sum(L.stored_params(w, mesh) for w in L.output_weights(model, t, pipelined=apart))
+        params += sum(L.stored_params(w, spec) for w in L.output_weights(model, t, pipelined=apart))
     return params

@@ -39,6 +39,8 @@ def uniform(model: ModelSpec) -> bool:
     fewer layers than it), or every layer global (global_every 1); and no experts, or experts in
     every layer. Read from the settings, not the kinds, as sweeps ask it of every
     configuration."""
+    if not (model.experts or model.sliding_window):
+        return True
     every = model.global_every
     windows = not model.window or every in (0, 1) or model.layers < every
     experts = not model.experts or (model.dense_layers == 0 and model.moe_every == 1)

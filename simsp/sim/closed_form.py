@@ -317,11 +317,10 @@ def clear_caches() -> None:
         memory._per_layer_bytes,
         memory._end_stage_bytes,
         params.layer_weights,
-        params.layer_params_per_rank,
+        params._layer_params,
         params._stage_params,
         params._chunk_params,
-        params.expert_params_per_rank,
-        params.linear_params_per_rank,
+        params._linear_params,
         flops._layer_forward,
     ):
         f.cache_clear()

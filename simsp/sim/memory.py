@@ -328,7 +328,7 @@ def static_bytes(w: Workload, stage: int) -> float:
     (cost/fsdp.py); the FP8 weight copies and TE's cached dummy gradients, which live as long.
     The engine's HBM track starts from it (plan.Plan.weights_bytes)."""
     params = stage_params(w.model, w.parallel, stage)
-    expert = stage_expert_params(w.model, w.parallel, stage)
+    expert = stage_expert_params(w.model, w.parallel, stage) if w.model.experts else 0
     weights = (
         (params - expert) * weight_bytes_per_param(w.parallel)
         + fp8_weight_bytes(w, stage)

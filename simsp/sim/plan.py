@@ -375,7 +375,9 @@ def stage_costs(
         )
     ends = parts.ends(w, cost, lay)
     params = by_stage(p, lambda s: stage_params(w.model, par, s))
-    experts = by_stage(p, lambda s: stage_expert_params(w.model, par, s))
+    experts = (
+        by_stage(p, lambda s: stage_expert_params(w.model, par, s)) if w.model.experts else (0,) * p
+    )
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
     amax = partial(st.amax_reduction_s, w, cost, lay)
     mixed = None if stack.uniform(w.model) else _kind_times(w, cost, lay, parts, rest is not None)

@@ -94,7 +94,7 @@ class Layout:
         """The named groups and the pipeline neighbours' node alone: what a layer's or an end
         stage's cost depends on, small enough to memoise costs on (a sweep over dp and pp then
         costs each layer once)."""
-        return Placement(tuple(self.group(n) for n in names), self.pp_neighbours_share_node)
+        return _placement(self, names)
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,12 @@ class Placement:
             if g.name == name:
                 return g
         raise KeyError(f"{name} is not among this placement's groups")
+
+
+@lru_cache(maxsize=4096)
+def _placement(layout: Layout, names: tuple[str, ...]) -> Placement:
+    """Layout.placement, once per layout (a sweep asks it of every configuration)."""
+    return Placement(tuple(layout.group(n) for n in names), layout.pp_neighbours_share_node)
 
 
 @lru_cache(maxsize=4096)

@@ -14,7 +14,8 @@ drift apart.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 MLP_KINDS = ("gelu", "swiglu", "geglu", "squared_relu")
 GATED_MLPS = ("swiglu", "geglu")
@@ -130,6 +131,19 @@ class ModelSpec:
     """Megatron pads the vocabulary to a multiple of this times t
     (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
     `_vocab_size_with_padding`)."""
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: every cost cache is keyed on this spec, and it has
+        dozens of fields (dataclass's own __hash__ would hash them all at every lookup)."""
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __getstate__(self) -> dict:
+        """Pickled without the cached hash: another process hashes strings with its own seed."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def ffn(self) -> int:

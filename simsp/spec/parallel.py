@@ -1,6 +1,6 @@
 """How the model is split across GPUs and what is recomputed: the parallel plan."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
 from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
@@ -150,6 +150,19 @@ class ParallelSpec:
     layer fewer (Megatron-Core's flag of that name)."""
     deallocate_pipeline_outputs: bool = True
     """Free a stage's output tensor after sending it (the paper's Appendix B)."""
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: every cost cache is keyed on this spec, and it has
+        dozens of fields (dataclass's own __hash__ would hash them all at every lookup)."""
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __getstate__(self) -> dict:
+        """Pickled without the cached hash: another process hashes strings with its own seed."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def gpus(self) -> int:
