@@ -333,3 +333,18 @@ def test_all_to_all_prices_within_15_percent_of_measured_nccl_tests_on_h100():
         )
         errors.append(simsp / (float(r["time_us"]) * 1e-6) - 1)
     assert max(map(abs, errors)) < 0.15, max(errors, key=abs)
+
+
+def test_simumax_measured_moe_peaks_within_5_percent():
+    """SimuMax's DeepSeek-V2/V3 runs on one B200 node (4 layers, EP 8 or EP 4 x PP 2, capacity 1
+    padded, no recompute): simsp's peak HBM against torch.cuda.max_memory_allocated() of the
+    busiest rank, each measured peak once (the issue's bar: within 5%; today within 1.6%)."""
+    from simsp.sim.memory import memory_report
+    from simsp.validate.data import DATA_DIR
+    from simsp.validate.simumax import simumax_moe_cases
+
+    cases = [c for c in simumax_moe_cases(DATA_DIR, "moe") if c.measured_peak_bytes]
+    assert len(cases) == 4
+    for c in cases:
+        peak = memory_report(c.workload, load_hardware(c.hardware)).peak_bytes
+        assert abs(peak / c.measured_peak_bytes - 1) < 0.05, c.name

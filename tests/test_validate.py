@@ -254,7 +254,7 @@ def test_subset_runs_and_prints_its_figures(subset_run):
         **{name: len(V.published_cases(name)[0]) for name in V.PUBLISHED_SETS},
         "fp8-pairs": 20,
         "simumax-b200": 31,
-        "moe": len(V.published_cases("moe")[0]),
+        "moe": len(V.build_cases(("moe",))[0]),
     }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)

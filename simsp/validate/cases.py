@@ -18,7 +18,7 @@ from simsp.validate.data import DATA_DIR, read_vtrain
 from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import MOE_SET, PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
-from simsp.validate.simumax import simumax_cases
+from simsp.validate.simumax import simumax_cases, simumax_moe_cases
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
@@ -217,9 +217,13 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
             c, s = vtrain_cases(name.split("-")[1], data_dir)
             cases += c
             skipped += s
-        elif name in (*PUBLISHED_SETS, MOE_SET):
+        elif name in PUBLISHED_SETS:
             c, s = published_cases(name, data_dir)
             cases += c
+            skipped += s
+        elif name == MOE_SET:  # the published MoE runs and SimuMax's measured MoE runs
+            c, s = published_cases(name, data_dir)
+            cases += c + simumax_moe_cases(data_dir, MOE_SET)
             skipped += s
         elif name == PAIRS_SET:
             c, s = pair_cases(data_dir)

@@ -180,16 +180,18 @@ RECIPES = {
         cross_entropy="te",
     ),
     "dgxc-benchmarking grok1 25.04": Recipe(
-        "NVIDIA/dgxc-benchmarking grok1/cfg/grok1_314b.yaml and grok1/configure.sh @741c886: "
-        "NeMo 1.0 Megatron GPT with mcore_distributed_optim (overlap_grad_sync, "
-        "overlap_param_sync), sequence_parallel true, activations_checkpoint_* null (none), "
-        "moe_token_dispatcher_type alltoall, moe_grouped_gemm false, capacity factor 1.0 padded; "
-        "tp_comm_overlap not set there (taken off), gradients reduced in fp32 (Megatron-Core's "
-        "default)",
+        "NVIDIA/dgxc-benchmarking grok1/cfg/grok1_314b.yaml, configure.sh and launch.sh @741c886 "
+        "(nemo:24.12, NeMo-1 Megatron GPT; data/moe_recipes_research.md section 9): "
+        "mcore_distributed_optim with overlap_grad_sync/overlap_param_sync and grad_sync_dtype "
+        "bf16, sequence_parallel true, configure.sh's model.ub_tp_comm_overlap=true, "
+        "activations_checkpoint_* null (none), moe_token_dispatcher_type alltoall, "
+        "moe_grouped_gemm false, capacity factor 1.0 padded, NVTE_FUSED_ATTN=0",
         "delayed",
-        "fp8_hybrid (NeMo 1.0's default): TE DelayedScaling",
-        tp_comm_overlap=False,
-        grad_reduce_in_fp32=True,
+        "fp8_hybrid, amax history 1024 / max (NeMo-1's TE DelayedScaling), fp8_params on",
+        grad_reduce_in_fp32=False,
+        fp8_param_gather=True,
+        # launch.sh's NVTE_FUSED_ATTN=0 switches Transformer Engine's cuDNN attention off
+        attention_kernel=_NO_CUDNN_ATTENTION,
     ),
     "llm-foundry": Recipe(
         "mosaicml/llm-foundry scripts/train/benchmarking/ @ b2a43a147 (the A100 and H100 8-GPU "

@@ -79,7 +79,40 @@ COLUMNS = (
     "simumax_alloc_gib",
 )
 MOE = ("deepseekv2", "deepseekv3")
-"""SimuMax's mixture-of-experts models (MLA attention, fine-grained experts): skipped."""
+"""SimuMax's mixture-of-experts models (MLA attention, fine-grained experts): cases of the moe
+set (simumax_moe_cases), skipped here."""
+MOE_MODELS = {
+    # scripts/run_pretrain_deepseekv2.sh @4dcaae51 MODEL_TYPE branches (data/simumax_moe_settings.md
+    # gives each value's line): MLA q 1536, kv 512, rope 64, nope 128, v 128; the 4-layer
+    # proxies' moe_layer_freq [0]*1+[1]*3 (one dense layer), shared experts of moe_ffn each
+    "deepseekv2": {
+        "hidden": 5120,
+        "heads": 128,
+        "vocab": 102400,
+        "ffn_hidden": 12288,
+        "moe_ffn": 1536,
+        "experts": 160,
+        "router_topk": 6,
+        "shared_expert_ffn": 2 * 1536,
+    },
+    "deepseekv3": {
+        "hidden": 7168,
+        "heads": 128,
+        "vocab": 129280,
+        "ffn_hidden": 18432,
+        "moe_ffn": 2048,
+        "experts": 256,
+        "router_topk": 8,
+        "shared_expert_ffn": 2048,
+    },
+}
+MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_dim": 64, "v_head_dim": 128}
+MOE_LAUNCHER = (
+    "SimuMax's run_pretrain_deepseekv2.sh @4dcaae51 over Megatron-LM 23e00ed0: bf16, micro "
+    "batch 1, one dense layer then three with experts, alltoall dispatcher with capacity factor "
+    "1 padded (balanced: moe_load 1), grouped GEMM, ETP 1, distributed optimizer, no recompute, "
+    "no gradient-reduce overlap, untied, no MTP (data/simumax_moe_settings.md)"
+)
 
 
 def _parallel_of(case: str) -> dict:
@@ -182,6 +215,83 @@ def simumax_workload(row: dict) -> Workload:
     return validate(Workload(row["case"], model, training, parallel), row["case"])
 
 
+def simumax_moe_workload(row: dict) -> Workload:
+    """An MoE row as the Workload SimuMax's DeepSeek launcher ran (MOE_LAUNCHER)."""
+    n = {k: int(row[k]) for k in ("layers", "tp", "pp", "dp", "micro_batches", "seq_len")}
+    ep = int(re.search(r"_ep(\d+)", row["case"]).group(1))
+    model = ModelSpec(
+        layers=n["layers"],
+        seq_len=n["seq_len"],
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+        bias=False,
+        dropout=0.0,
+        attention="flash",
+        tied_embeddings=False,
+        head_dim=128,
+        dense_layers=1,
+        **MLA,
+        **MOE_MODELS[row["model"]],
+    )
+    parallel = ParallelSpec(
+        tp=n["tp"],
+        pp=n["pp"],
+        dp=n["dp"],
+        ep=ep,
+        etp=1,
+        moe_dispatcher="alltoall",
+        recompute="none",
+        schedule="1f1b",
+        distributed_optimizer=True,
+        grad_reduce_in_fp32=True,
+        cached_dummy_wgrads=True,
+    )
+    training = TrainingSpec(
+        global_batch=n["micro_batches"] * n["dp"],
+        micro_batch=1,
+        attention_kernel=KERNEL,
+        cross_entropy="te",
+    )
+    return validate(Workload(row["case"], model, training, parallel), row["case"])
+
+
+def simumax_moe_cases(data_dir, set_name: str) -> list:
+    """The MoE rows as Cases of `set_name` on dgx-b200, measured time and (where the run
+    measured it) peak memory, with SimuMax's own answer beside them."""
+    from simsp.io.config import load_hardware
+    from simsp.validate.baseline import naive_baseline_s
+    from simsp.validate.case import Case, project_path
+
+    hw = str(project_path(HARDWARE))
+    peak = load_hardware(hw).gpu.peak_tflops
+    cases = []
+    for row in read_simumax(data_dir):
+        if row["model"] not in MOE:
+            continue
+        w = simumax_moe_workload(row)
+        cases.append(
+            Case(
+                set_name,
+                row["case"],
+                float(row["measured_ms"]) / 1e3,
+                w,
+                hw,
+                description=_describe(row),
+                baseline_s=naive_baseline_s(w, peak),
+                notes=MOE_LAUNCHER,
+                framework="Megatron-LM core_r0.14.0",
+                measured_peak_bytes=(
+                    float(row["measured_alloc_gib"]) * GIB
+                    if row["memory_case"] == row["case"]
+                    else 0.0
+                ),
+                peer_s=float(row["simumax_ms"]) / 1e3,
+            )
+        )
+    return cases
+
+
 def _describe(row: dict) -> str:
     parts = [f"{row['model']} L{row['layers']}", f"tp{row['tp']} pp{row['pp']}"]
     if row["cp"] != "1":
@@ -202,10 +312,7 @@ def simumax_cases(data_dir) -> tuple[list, list]:
     cases, skipped = [], []
     for row in read_simumax(data_dir):
         if row["model"] in MOE:
-            reason = (
-                f"mixture of experts ({row['model']}): multi-head latent attention (MLA) is "
-                "not modelled yet"
-            )
+            reason = f"mixture of experts ({row['model']}): a case of the moe set"
             skipped.append(Skipped(SET, row["case"], reason))
             continue
         if row["model"] not in MODELS:
