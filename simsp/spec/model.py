@@ -14,8 +14,9 @@ drift apart.
 """
 
 import math
-from dataclasses import dataclass, field, fields
-from functools import cached_property
+from dataclasses import dataclass, field
+
+from simsp.spec.hashed import HashedOnce
 
 MLP_KINDS = ("gelu", "swiglu", "geglu", "squared_relu")
 GATED_MLPS = ("swiglu", "geglu")
@@ -31,7 +32,7 @@ ZERO_OK = {"allow_zero": True}
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(HashedOnce):
     """A dense decoder-only transformer. The defaults are the paper's GPT (§3): learned
     positions, GeLU MLP of 4h, layer-norm, biases, dropout 0.1, tied embeddings, unfused
     attention; every modern choice is a switch with its source."""
@@ -132,18 +133,7 @@ class ModelSpec:
     (`--make-vocab-size-divisible-by`, default 128; megatron/training/tokenizer
     `_vocab_size_with_padding`)."""
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: every cost cache is keyed on this spec, and it has
-        dozens of fields (dataclass's own __hash__ would hash them all at every lookup)."""
-        return self._hash
-
-    @cached_property
-    def _hash(self) -> int:
-        return hash(tuple(getattr(self, f.name) for f in fields(self)))
-
-    def __getstate__(self) -> dict:
-        """Pickled without the cached hash: another process hashes strings with its own seed."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = HashedOnce.__hash__  # the fields' hash, once (spec/hashed.py)
 
     @property
     def ffn(self) -> int:

@@ -1,8 +1,9 @@
 """How the model is split across GPUs and what is recomputed: the parallel plan."""
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from simsp.spec.hashed import HashedOnce
 from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
 
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -26,7 +27,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ParallelSpec:
+class ParallelSpec(HashedOnce):
     """Megatron-LM's parallel and recompute settings for one run."""
 
     tp: int = 1
@@ -151,18 +152,7 @@ class ParallelSpec:
     deallocate_pipeline_outputs: bool = True
     """Free a stage's output tensor after sending it (the paper's Appendix B)."""
 
-    def __hash__(self) -> int:
-        """The fields' hash, computed once: every cost cache is keyed on this spec, and it has
-        dozens of fields (dataclass's own __hash__ would hash them all at every lookup)."""
-        return self._hash
-
-    @cached_property
-    def _hash(self) -> int:
-        return hash(tuple(getattr(self, f.name) for f in fields(self)))
-
-    def __getstate__(self) -> dict:
-        """Pickled without the cached hash: another process hashes strings with its own seed."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = HashedOnce.__hash__  # the fields' hash, once (spec/hashed.py)
 
     @property
     def gpus(self) -> int:

@@ -9,7 +9,7 @@ model's architecture (MOE_ARCH, each from the config class the row's `arch_sourc
 
 from pathlib import Path
 
-from simsp.validate.published_runs import COLUMNS
+from simsp.validate.published_runs import COLUMNS, _cell
 
 SET = "moe"
 RUNS = Path("sources") / "moe-runs" / "runs.yaml"
@@ -69,14 +69,6 @@ MLA_KEYS = {
     "v_head_dim": "v_head_dim",
 }
 """ModelSpec's MLA keys and runs.yaml's (its `mla:` mapping)."""
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _flat(run: dict) -> dict:

@@ -51,6 +51,16 @@ same node, by batch x heads (dgx-b200/flash_attention.csv, derive_flash_attentio
 SEQ_LEN = 4096
 """SEQ_LEN's default in run_pretrain_llama3.sh; the long-context rows name theirs (`seqN`)."""
 
+LAUNCHER_MODEL = {
+    "mlp": "swiglu",
+    "norm": "rmsnorm",
+    "position": "rope",
+    "bias": False,
+    "dropout": 0.0,
+    "attention": "flash",
+    "tied_embeddings": False,
+}
+"""What both launchers (run_pretrain_llama3.sh, run_pretrain_deepseekv2.sh) give every model."""
 LAUNCHER = (
     "SimuMax's launcher @4dcaae51 over Megatron-LM 23e00ed0: bf16, micro batch 1, global batch = "
     "micro batches x dp, distributed optimizer, sequence parallel (Megatron drops it at tp 1), "
@@ -180,13 +190,7 @@ def simumax_workload(row: dict) -> Workload:
         layers=n["layers"],
         seq_len=n["seq_len"],
         vocab=VOCAB,
-        mlp="swiglu",
-        norm="rmsnorm",
-        position="rope",
-        bias=False,
-        dropout=0.0,
-        attention="flash",
-        tied_embeddings=False,
+        **LAUNCHER_MODEL,
         **MODELS[row["model"]],
     )
     parallel = ParallelSpec(
@@ -222,13 +226,7 @@ def simumax_moe_workload(row: dict) -> Workload:
     model = ModelSpec(
         layers=n["layers"],
         seq_len=n["seq_len"],
-        mlp="swiglu",
-        norm="rmsnorm",
-        position="rope",
-        bias=False,
-        dropout=0.0,
-        attention="flash",
-        tied_embeddings=False,
+        **LAUNCHER_MODEL,
         head_dim=128,
         dense_layers=1,
         **MLA,
@@ -256,40 +254,42 @@ def simumax_moe_workload(row: dict) -> Workload:
     return validate(Workload(row["case"], model, training, parallel), row["case"])
 
 
+def _case(row: dict, w: Workload, set_name: str, hw: str, peak: float, notes: str):
+    """A row as a Case: measured seconds and, where this run measured it, its peak bytes (a peak
+    logged by another run of the same layout is that run's: counted there only), SimuMax's own
+    answer beside them."""
+    from simsp.validate.baseline import naive_baseline_s
+    from simsp.validate.case import Case
+
+    own = row["memory_case"] == row["case"]
+    return Case(
+        set_name,
+        row["case"],
+        float(row["measured_ms"]) / 1e3,
+        w,
+        hw,
+        description=_describe(row),
+        baseline_s=naive_baseline_s(w, peak),
+        notes=notes,
+        framework="Megatron-LM core_r0.14.0",
+        measured_peak_bytes=float(row["measured_alloc_gib"]) * GIB if own else 0.0,
+        peer_s=float(row["simumax_ms"]) / 1e3,
+    )
+
+
 def simumax_moe_cases(data_dir, set_name: str) -> list:
     """The MoE rows as Cases of `set_name` on dgx-b200, measured time and (where the run
     measured it) peak memory, with SimuMax's own answer beside them."""
     from simsp.io.config import load_hardware
-    from simsp.validate.baseline import naive_baseline_s
-    from simsp.validate.case import Case, project_path
+    from simsp.validate.case import project_path
 
     hw = str(project_path(HARDWARE))
     peak = load_hardware(hw).gpu.peak_tflops
-    cases = []
-    for row in read_simumax(data_dir):
-        if row["model"] not in MOE:
-            continue
-        w = simumax_moe_workload(row)
-        cases.append(
-            Case(
-                set_name,
-                row["case"],
-                float(row["measured_ms"]) / 1e3,
-                w,
-                hw,
-                description=_describe(row),
-                baseline_s=naive_baseline_s(w, peak),
-                notes=MOE_LAUNCHER,
-                framework="Megatron-LM core_r0.14.0",
-                measured_peak_bytes=(
-                    float(row["measured_alloc_gib"]) * GIB
-                    if row["memory_case"] == row["case"]
-                    else 0.0
-                ),
-                peer_s=float(row["simumax_ms"]) / 1e3,
-            )
-        )
-    return cases
+    return [
+        _case(row, simumax_moe_workload(row), set_name, hw, peak, MOE_LAUNCHER)
+        for row in read_simumax(data_dir)
+        if row["model"] in MOE
+    ]
 
 
 def _describe(row: dict) -> str:
@@ -304,8 +304,7 @@ def simumax_cases(data_dir) -> tuple[list, list]:
     """The dense rows as Cases on dgx-b200 (measured seconds and peak bytes, the naive
     baseline of the published sets), the others as Skipped with the reason."""
     from simsp.io.config import load_hardware
-    from simsp.validate.baseline import naive_baseline_s
-    from simsp.validate.case import Case, Skipped, project_path
+    from simsp.validate.case import Skipped, project_path
 
     hw = str(project_path(HARDWARE))
     peak = load_hardware(hw).gpu.peak_tflops
@@ -318,26 +317,5 @@ def simumax_cases(data_dir) -> tuple[list, list]:
         if row["model"] not in MODELS:
             known = ", ".join([*MODELS, *MOE])
             raise InputError(RUNS_FILE, "model", row["model"], f"must be one of {known}")
-        w = simumax_workload(row)
-        cases.append(
-            Case(
-                SET,
-                row["case"],
-                float(row["measured_ms"]) / 1e3,
-                w,
-                hw,
-                description=_describe(row),
-                baseline_s=naive_baseline_s(w, peak),
-                notes=LAUNCHER,
-                framework="Megatron-LM core_r0.14.0",
-                # a peak logged by another run (same layout, another micro-batch count) is
-                # that run's measurement: counted there only
-                measured_peak_bytes=(
-                    float(row["measured_alloc_gib"]) * GIB
-                    if row["memory_case"] == row["case"]
-                    else 0.0
-                ),
-                peer_s=float(row["simumax_ms"]) / 1e3,
-            )
-        )
+        cases.append(_case(row, simumax_workload(row), SET, hw, peak, LAUNCHER))
     return cases, skipped
