@@ -382,3 +382,20 @@ def test_ep_overlap_effect_within_a_third_of_its_measured_size(dispatcher):
     off, on = _qwen_16_h100(dispatcher, False), _qwen_16_h100(dispatcher, True)
     measured = 1 - EP_OVERLAP[dispatcher][1] / EP_OVERLAP[dispatcher][0]
     assert abs((1 - on / off) / measured - 1) <= 1 / 3
+
+
+def test_deepseek_v3_weights_and_optimizer_follow_megatron_4687():
+    """DeepSeek-V3 at TP 2, PP 8 (VP 4, 'Et|(tt|)*30mL'), EP 64 on 1,024 H100s, BF16, the
+    distributed optimizer: Megatron-LM PR #4687's accounting. Stage 2 holds layers 3-4, 19-20,
+    35-36 and 51-52, all with experts: routed experts split over ETP x EP = 64, their 6 + 12/EDP
+    bytes (EDP = 2 x 64 / 64 = 2: fp32 master and moments sharded over it, bf16 weight and fp32
+    gradient whole); everything else over TP with 6 + 12/(DP x CP) = 6 + 12/64."""
+    w = load_workload("workloads/deepseek-v3.yaml")
+    w = dataclasses.replace(w, training=dataclasses.replace(w.training, precision="bf16"))
+    par = w.parallel
+    assert (par.size("edp"), par.optimizer_shards) == (2, 64)
+    routed_per_layer = 256 * 3 * 2048 * 7168  # E x (gate, up, down) x moe_ffn x h
+    expert = 8 * routed_per_layer / 64
+    assert params.stage_expert_params(w.model, par, 2) == expert
+    dense = params.stage_params(w.model, par, 2) - expert
+    assert static_bytes(w, 2) == pytest.approx(dense * (6 + 12 / 64) + expert * (6 + 12 / 2))
