@@ -399,3 +399,24 @@ def test_deepseek_v3_weights_and_optimizer_follow_megatron_4687():
     assert params.stage_expert_params(w.model, par, 2) == expert
     dense = params.stage_params(w.model, par, 2) - expert
     assert static_bytes(w, 2) == pytest.approx(dense * (6 + 12 / 64) + expert * (6 + 12 / 2))
+
+
+def test_the_closed_form_prices_every_expert_setting_as_the_engine_does():
+    """Each expert setting reaches the memoised layer costs the closed form and sweeps read
+    (ParallelSpec.for_layer): ep, the dispatcher, the load and the EP overlap each move the
+    estimate, which equals the engine's for a one-stage run."""
+    from simsp.sim.closed_form import estimate
+
+    b200 = load_hardware("hardware/dgx-b200.yaml")
+    base = _qwen(dp=16, ep=4)
+    variants = [
+        base,
+        _qwen(dp=16, ep=8),
+        _qwen(dp=16, ep=4, moe_dispatcher="allgather"),
+        _qwen(dp=16, ep=4, moe_load=1.5),
+        _qwen(dp=16, ep=4, moe_a2a_overlap=True),
+    ]
+    times = [estimate(w, b200).iteration_time_s for w in variants]
+    assert len(set(times)) == len(times)
+    for w, t in zip(variants, times, strict=True):
+        assert t == pytest.approx(run(w, b200).iteration_time_s, rel=1e-9)

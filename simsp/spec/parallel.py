@@ -204,6 +204,7 @@ class ParallelSpec(HashedOnce):
             etp=self.etp,
             moe_dispatcher=self.moe_dispatcher,
             moe_load=self.moe_load,
+            moe_a2a_overlap=self.moe_a2a_overlap,
         )
 
     def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:

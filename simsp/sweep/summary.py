@@ -1,6 +1,6 @@
 """A sweep in words: the best K rows that fit, as a table, and what the sweep did."""
 
-from simsp.sweep.rows import on_off, peak_gib, ranked
+from simsp.sweep.rows import KEY_COLUMNS, on_off, peak_gib, ranked
 from simsp.sweep.runner import Outcome
 
 
@@ -10,12 +10,38 @@ def best(rows: list[dict], k: int) -> list[dict]:
     return ranked(rows)[:k]
 
 
+SHOWN = (
+    "workload",
+    "hardware",
+    "tp",
+    "pp",
+    "dp",
+    "sp",
+    "recompute",
+    "micro_batch",
+    "global_batch",
+    "schedule",
+    "virtual_stages",
+)
+"""The key columns every table shows; any other that differs between its rows is added."""
+
+
+def varying(rows: list[dict]) -> list[str]:
+    """The key columns beyond SHOWN whose value differs between rows (the GPU count, ep, the
+    dispatcher, ...), in column order."""
+    return [c for c in KEY_COLUMNS if c not in SHOWN and len({r[c] for r in rows}) > 1]
+
+
 def table(rows: list[dict]) -> str:
-    """Rows as a readable table."""
+    """Rows as a readable table: the usual settings, then every other that varies."""
     width = max([16, *(len(r["hardware"]) for r in rows)])
+    extra = varying(rows)
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in extra}
     head = (
         f"{'hardware':{width}s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} "
-        f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} {'time s':>8s} {'bubble s':>8s} "
+        f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} "
+        + "".join(f"{c:>{widths[c]}s} " for c in extra)
+        + f"{'time s':>8s} {'bubble s':>8s} "
         f"{'tokens/s':>9s} {'MFU':>6s} "
         f"{'peak GiB':>8s} {'fits':>4s} tier"
     )
@@ -25,7 +51,8 @@ def table(rows: list[dict]) -> str:
             f"{r['hardware']:{width}s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
-            f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
+            + "".join(f"{r[c]:>{widths[c]}s} " for c in extra)
+            + f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
             f"{float(r['tokens_per_s']):9,.0f} "
             f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
             f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
