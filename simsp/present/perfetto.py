@@ -2,7 +2,7 @@
 speedscope).
 
 One process per pipeline stage (pid = stage, named 'stage N'), one thread per stream that has
-spans (compute, tp_comm, cp_comm, fsdp_comm, pp_comm, dp_comm, named so), a complete event
+spans (compute, tp_comm, ep_comm, cp_comm, fsdp_comm, pp_comm, dp_comm, named so), a complete event
 (`ph: 'X'`, microseconds) per span with its kind as category and its microbatch, chunk and
 layers as args, and an 'HBM' counter (`ph: 'C'`, GiB) per stage from the memory samples. Where
 the op-level expansion is small enough for the timeline page, it is here too: each chunk's ops

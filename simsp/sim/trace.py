@@ -5,7 +5,7 @@ The engine appends these and nothing else; reports, timelines and Perfetto trace
 
 from dataclasses import dataclass
 
-STREAMS = ("compute", "tp_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
+STREAMS = ("compute", "tp_comm", "ep_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
 KINDS = (
     "forward",
     "backward",
@@ -18,6 +18,7 @@ KINDS = (
     "dp_allreduce",
     "param_gather",
     "cp_comm",
+    "ep_comm",
     "fsdp_comm",
     "optimizer",
     "embedding",

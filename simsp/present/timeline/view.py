@@ -21,10 +21,11 @@ MEMORY_POINTS = 2_000
 """Most points per HBM line; longer lines keep the maximum of each time bin."""
 MERGEABLE = frozenset(("forward", "backward", "recompute"))
 
-ROW_ORDER = ("compute", "tp_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
+ROW_ORDER = ("compute", "tp_comm", "ep_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
 STREAM_LABELS = {
     "compute": "compute",
     "tp_comm": "TP comm",
+    "ep_comm": "EP comm",
     "cp_comm": "CP comm",
     "fsdp_comm": "FSDP comm",
     "pp_comm": "PP send/recv",
@@ -45,6 +46,7 @@ KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blin
     "dp_allreduce": ("DP gradient reduction", "#EECA3B"),
     "param_gather": ("parameter all-gather", "#B6992D"),
     "cp_comm": ("CP ring / all-to-all (alongside compute)", "#D37295"),
+    "ep_comm": ("EP dispatch / combine (mixture of experts)", "#9C755F"),
     "fsdp_comm": ("FSDP gathers / reduce-scatters (alongside compute)", "#79706E"),
     "optimizer": ("optimizer", "#9D755D"),
     "host_wait": ("waiting for the host (framework floor)", "#C7C7C7"),
@@ -79,7 +81,7 @@ def _lay_out(entries, t0: float, span: Span, layer: int) -> tuple[list[Span], fl
         if e.busy_s > 0:
             stream, kind = (
                 (e.kind, e.kind)
-                if e.kind == "cp_comm"
+                if e.kind in ("cp_comm", "ep_comm")
                 else ("tp_comm", "tp_comm")
                 if e.stream == "comm"
                 else ("compute", "host_wait" if e.kind == "host" else e.phase)
