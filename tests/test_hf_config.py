@@ -125,6 +125,24 @@ EXPECTED = {
         151936,
         {**QWEN3_MOE, "moe_ffn": 1536},
     ),
+    "gpt-oss-120b": (
+        36,
+        2880,
+        64,
+        8,
+        2880,
+        201088,
+        {
+            **LLAMA,
+            "head_dim": 64,
+            "bias": True,
+            "sliding_window": 128,
+            "global_every": 2,
+            "experts": 128,
+            "router_topk": 4,
+            "attention_sinks": True,
+        },
+    ),
     "deepseek-v3": (
         61,
         7168,
@@ -148,10 +166,7 @@ EXPECTED = {
         },
     ),
 }
-REFUSED = {
-    "gpt-oss-120b": "gpt_oss",
-    "llama-4-maverick": "llama4_text",
-}
+REFUSED = {"llama-4-maverick": "llama4_text"}
 """Shipped MoE configs whose layers simsp does not model yet (refused by model_type)."""
 
 PUBLISHED_STACKED = {

@@ -47,6 +47,15 @@ FAMILY_CONFIGS = {
         "moe_intermediate_size": 128,
         "decoder_sparse_step": 2,
     },
+    "gpt_oss": {
+        "model_type": "gpt_oss",
+        **SMALL,
+        "head_dim": 32,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "sliding_window": 16,
+        "layer_types": ["sliding_attention", "full_attention"] * 2,
+    },
     "deepseek_v3": {
         "model_type": "deepseek_v3",
         **SMALL,
@@ -126,7 +135,7 @@ def test_a_shipped_config_simsp_cannot_read_yet_is_refused_by_name(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"]
+    "name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b"]
 )
 def test_active_parameters_leave_out_the_experts_a_token_skips(name):
     """Active = total - (E - k) / E of the routed experts' weights, the routed weights counted

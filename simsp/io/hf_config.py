@@ -48,7 +48,7 @@ from simsp.io.hf_families import (
 
 MOE_REFUSED = (
     "is a mixture of experts whose layers simsp does not model yet "
-    "(it reads mixtral, qwen3_moe and deepseek_v3 configs)"
+    "(it reads mixtral, qwen3_moe, deepseek_v3 and gpt_oss configs)"
 )
 
 
@@ -91,6 +91,7 @@ def model_fields(config: dict, source: str) -> dict:
         **_window(config, source, fam),
         **_experts(config, source, fam),
         **_mla(config, source, fam),
+        **({"attention_sinks": True} if fam.sinks else {}),
     }
 
 

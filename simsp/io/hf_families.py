@@ -22,7 +22,6 @@ MOE_TYPES = frozenset(
         "jetmoe",
         "phimoe",
         "jamba",
-        "gpt_oss",
         "llama4",
         "llama4_text",
         "switch_transformers",
@@ -144,6 +143,8 @@ class Family:
     names neither its heads nor its vocabulary), with the class's defaults."""
     experts: Experts | None = None
     """A mixture of experts' keys; None: a dense family."""
+    sinks: bool = False
+    """Attention sinks, a learned logit per head (gpt-oss)."""
     mla: bool = False
     """Multi-head latent attention, read from q_lora_rank, kv_lora_rank, qk_rope_head_dim and
     v_head_dim (DeepSeek-V2/V3)."""
@@ -404,6 +405,24 @@ FAMILIES["deepseek_v3"] = Family(
         score="sigmoid",
     ),
     mla=True,
+)
+
+# configuration_gpt_oss.py: num_local_experts=128, num_experts_per_tok=4, intermediate_size
+# (each expert's), head_dim=64, num_key_value_heads=8, attention_bias=True, sliding_window=128 and
+# layer_types (sliding and full alternating), tie_word_embeddings=False. modeling_gpt_oss.py:
+# q/k/v/o_proj with biases, `sinks` (one a head), GptOssTopKRouter weight E x h and bias E,
+# GptOssExperts gate_up_proj (E, h, 2f) + bias (E, 2f), down_proj (E, f, h) + bias (E, h).
+FAMILIES["gpt_oss"] = Family(
+    source=TF457 + "gpt_oss/configuration_gpt_oss.py, gpt_oss/modeling_gpt_oss.py",
+    **LLAMA_STYLE,
+    kv_default=8,
+    head_dim="head_dim",
+    attention_bias=("attention_bias", True),
+    mlp_bias=(None, True),
+    window="sliding_window",
+    window_default=128,
+    experts=Experts("num_local_experts", 128, "num_experts_per_tok", 4),
+    sinks=True,
 )
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")

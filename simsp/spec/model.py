@@ -112,6 +112,9 @@ class ModelSpec(HashedOnce):
     router_score: str = field(default="softmax", metadata={"choices": ROUTER_SCORES})
     """How the router scores experts: softmax (Mixtral, Qwen3) or sigmoid (DeepSeek-V3)
     (`moe_router_score_function`)."""
+    attention_sinks: bool = False
+    """A learned logit per head that joins every softmax's denominator (gpt-oss's `sinks`,
+    arXiv 2508.10925): its parameters; its share of the fused kernel's time is not modelled."""
     kv_lora_rank: int = field(default=0, metadata=ZERO_OK)
     """Multi-head latent attention (DeepSeek-V2/V3, arXiv 2412.19437 §2.1.1; Megatron-Core
     MLASelfAttention): keys and values are projected down to a latent of this width and back

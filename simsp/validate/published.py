@@ -88,7 +88,7 @@ def _model(row: dict) -> ModelSpec:
         "mixtral": ("swiglu", "rmsnorm", "rope", False),
         "qwen3-moe": ("swiglu", "rmsnorm", "rope", False),
         "grok-1": ("geglu", "rmsnorm", "rope", False),
-        "gpt-oss": ("swiglu", "rmsnorm", "rope", "qkv"),
+        "gpt-oss": ("swiglu", "rmsnorm", "rope", True),  # q, k, v, o, router and expert biases
         # NeMo deepseek.py @8cfedd7203 DeepSeekV3Config; Kimi-K2 the same layout
         "deepseek-v3": ("swiglu", "rmsnorm", "rope", False),
         "kimi-k2": ("swiglu", "rmsnorm", "rope", False),
@@ -148,7 +148,7 @@ def _experts(row: dict, arch: str) -> dict:
             router_score="sigmoid",
         )
     if arch == "gpt-oss":
-        out.update(sliding_window=128, global_every=2)
+        out.update(sliding_window=128, global_every=2, attention_sinks=True)
     return out
 
 

@@ -97,12 +97,14 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     if dm.c > 1:
         att = _context_parallel(att, dm)
     lse = BYTES_FP32 * dm.s * dm.b * dm.a
+    sinks = (Weight("attention sinks", dm.a, TP),) if model.attention_sinks else ()
     return (
         Op(
             "flash attention",
             "flash_attention",
             "attention",
             attention=att,
+            weights=sinks,
             selective=True,
             saves=(
                 Saved("Q", dm.heads_bytes(dm.a), TP),

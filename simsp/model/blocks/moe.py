@@ -58,7 +58,8 @@ def _router(model: ModelSpec, dm: Dims, tokens: int) -> tuple[Op, ...]:
             gemm=Gemm(tokens, e, dm.h),
             # the norm's output, saved once: by the shared expert's first linear where there is one
             saves=() if model.shared_expert_ffn else (Saved("router input", dm.x, SP),),
-            weights=(Weight("router", e * dm.h, WHOLE),),
+            weights=(Weight("router", e * dm.h, WHOLE),)
+            + ((Weight("router bias", e, WHOLE),) if model.linear_bias("mlp") else ()),
             keeps_precision=True,
         ),
         Op(
@@ -80,6 +81,7 @@ def _routed_experts(
 ) -> tuple[Op, ...]:
     """Permute, dispatch, the local experts' grouped GEMMs and activation, combine, unpermute."""
     k, h = model.router_topk, dm.h
+    bias = model.linear_bias("mlp")  # gpt-oss's experts carry biases
     ep, etp = parallel.ep, parallel.size("etp")
     local = model.experts // ep
     rows = tokens * k * etp * parallel.moe_load  # the busiest rank's routed copies
@@ -92,9 +94,12 @@ def _routed_experts(
     act = BYTES_16BIT * rows * f
     fc1 = Gemm(per_expert, (2 if gated else 1) * f, h, batch=local, grouped=True)
     fc2 = Gemm(per_expert, h, f, batch=local, grouped=True)
+    width = (2 if gated else 1) * model.expert_ffn
     expert_w = (
-        Weight("experts fc1", model.experts * (2 if gated else 1) * model.expert_ffn * h, EXPERTS),
-        Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),
+        (Weight("experts fc1", model.experts * width * h, EXPERTS),)
+        + ((Weight("experts fc1 bias", model.experts * width, EXPERTS),) if bias else ()),
+        (Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),)
+        + ((Weight("experts fc2 bias", model.experts * h, EXPERTS),) if bias else ()),
     )
     return (
         # permute: gather each token's k copies, grouped by expert (moe_utils.permute)
@@ -111,7 +116,7 @@ def _routed_experts(
             "gemm",
             "mlp",
             gemm=fc1,
-            weights=expert_w[:1],
+            weights=expert_w[0],
             saves=(Saved("experts fc1 input", received, WHOLE),),
         ),
         Op(
@@ -127,7 +132,7 @@ def _routed_experts(
             "gemm",
             "mlp",
             gemm=fc2,
-            weights=expert_w[1:],
+            weights=expert_w[1],
             saves=(Saved("experts fc2 input", act, WHOLE),),
         ),
         *_dispatch(model, parallel, dm, tokens, copies, received, "combine"),
