@@ -94,10 +94,10 @@ def _routed_experts(
     act = BYTES_16BIT * rows * f
     fc1 = Gemm(per_expert, (2 if gated else 1) * f, h, batch=local, grouped=True)
     fc2 = Gemm(per_expert, h, f, batch=local, grouped=True)
-    width = (2 if gated else 1) * model.expert_ffn
+    fc1_width = (2 if gated else 1) * model.expert_ffn
     expert_w = (
-        (Weight("experts fc1", model.experts * width * h, EXPERTS),)
-        + ((Weight("experts fc1 bias", model.experts * width, EXPERTS),) if bias else ()),
+        (Weight("experts fc1", model.experts * fc1_width * h, EXPERTS),)
+        + ((Weight("experts fc1 bias", model.experts * fc1_width, EXPERTS),) if bias else ()),
         (Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),)
         + ((Weight("experts fc2 bias", model.experts * h, EXPERTS),) if bias else ()),
     )
