@@ -15,9 +15,12 @@ hierarchical: NVLink reduce-scatter over g, InfiniBand all-reduce of S/g over k 
 g NICs, NVLink all-gather over g; a pipeline send across nodes uses one NIC.
 
 An all-to-all of S bytes (each rank sends S/n to each peer) moves what an all-gather of S moves,
-(n-1)/n S a rank, and nccl-tests gives both the same busbw factor; without a measured
-all-to-all table it costs the all-gather of S (on NVSwitch nodes, where every pair has the full
-link; across nodes this is optimistic, as an all-to-all does not pipeline around a ring).
+(n-1)/n S a rank, and nccl-tests gives both the same busbw factor; inside a node, without a
+measured all-to-all table, it costs the all-gather of S (on NVSwitch nodes every pair has the
+full link: H100's all-gather table prices nccl-tests' measured 8-GPU alltoall_perf within 7%).
+Across nodes it is `all_to_all_s`: the part of S bound for other nodes through the rank's NIC
+share, beside the part for its own node on NVLink (within 15% of 60+ measured H100
+alltoall_perf runs of 2 to 10 nodes, tests/test_moe.py).
 
 Link rates as a what-if. Each table was measured on some link: the `nvlink` logs on a node of
 `calibration.measured_nvlink_gbps` per GPU, the `infiniband` logs on nodes of
