@@ -420,3 +420,42 @@ def test_the_closed_form_prices_every_expert_setting_as_the_engine_does():
     assert len(set(times)) == len(times)
     for w, t in zip(variants, times, strict=True):
         assert t == pytest.approx(run(w, b200).iteration_time_s, rel=1e-9)
+
+
+def test_recompute_modules_drop_their_outputs_and_rerun_their_ops():
+    """Megatron-Core's output-discarding recompute modules: mla_up_proj drops Q, K and V and
+    re-runs the up-projections and rotary positions; moe_act drops the experts' fc2 input and
+    re-runs their activation; layernorm drops the pre-norms' outputs (the linear inputs after
+    them) and re-runs the norms. A stack whose layers differ keeps what each module drops out of
+    every layer's activations."""
+    from simsp.model.layer import dropped, reruns
+    from simsp.sim.memory import memory_report
+
+    w = load_workload("workloads/deepseek-v3.yaml")
+    ops = build_layer(stack.kinds(w.model)[-1], ParallelSpec(), 1)
+
+    def names(modules):
+        par = ParallelSpec(recompute="selective", recompute_modules=modules)
+        return (
+            {s.name for op in ops for s in op.saves if dropped(s, par)},
+            {op.name for op in ops if reruns(op, par)},
+        )
+
+    assert names("mla_up_proj") == ({"Q, K", "V"}, {"q up", "kv up", "rotary embedding"})
+    assert names("moe_act") == ({"experts fc2 input"}, {"experts swiglu"})
+    drops, runs = names("layernorm")
+    assert drops == {"q down input", "kv down input", "shared fc1 input"}
+    assert runs == {"rmsnorm_1", "rmsnorm_2"}
+    assert names("core_attn")[1] == {"flash attention"}
+    bf16 = dataclasses.replace(w, training=dataclasses.replace(w.training, precision="bf16"))
+    plain = memory_report(bf16, H100).peak_bytes
+    up = dataclasses.replace(
+        bf16,
+        parallel=dataclasses.replace(
+            w.parallel, recompute="selective", recompute_modules="mla_up_proj"
+        ),
+    )
+    assert memory_report(up, H100).peak_bytes < plain
+    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute_modules="mlp"))
+    with pytest.raises(InputError, match="recompute_modules"):
+        validate(bad, "w.yaml")

@@ -26,7 +26,7 @@ from simsp.cost.overlap import (
     split_overlap_rs_s,
 )
 from simsp.cost.ring_attention import ring_attention_entries
-from simsp.model.layer import Op
+from simsp.model.layer import Op, reruns
 from simsp.spec.layout import Placement
 from simsp.spec.parallel import ParallelSpec
 
@@ -279,7 +279,7 @@ def layer_time(
     rerun = (
         ops
         if parallel.recompute == "full"
-        else tuple(o for o in ops if o.selective)
+        else tuple(o for o in ops if reruns(o, parallel))
         if parallel.recompute == "selective"
         else ()
     )

@@ -43,6 +43,8 @@ from simsp.model.ops import (
     Op,
     Saved,
     Weight,
+    dropped,
+    reruns,
     stored_bytes,
     stored_params,
 )
@@ -66,12 +68,14 @@ __all__ = [
     "Weight",
     "attention_ops",
     "build_layer",
+    "dropped",
     "embedding_saves",
     "embedding_weights",
     "layer_input",
     "mlp_ops",
     "output_saves",
     "output_weights",
+    "reruns",
     "stored_bytes",
     "stored_params",
 ]

@@ -32,7 +32,9 @@ class Saved:
     """The mesh dimensions that split it (SHARDS): TP, SP, WHOLE, or several, as a routed
     expert's tensors split by sp (the tokens a rank routes) and etp."""
     selective: bool = False
-    """Dropped (and rebuilt in backward) by selective recompute."""
+    """Dropped (and rebuilt in backward) by selective recompute of core attention."""
+    recompute: str = ""
+    """The other recompute module that drops it (moe_act, layernorm, mla_up_proj), if any."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,9 @@ class Op:
     selective: bool = False
     """Re-run in backward by selective recompute (Megatron's core-attention checkpoint, paper
     §5)."""
+    recompute: str = ""
+    """The other recompute module that re-runs it in backward (moe_act, layernorm,
+    mla_up_proj), if any (ParallelSpec.recompute_modules)."""
     fwd_comm: Collective | None = None
     bwd_comm: Collective | None = None
     overlaps_wgrad: bool = False
@@ -237,6 +242,20 @@ class Dims:
     def heads_bytes(self, heads: int) -> float:
         """Bytes of a 16-bit [s, b, heads, d] tensor, unsharded."""
         return BYTES_16BIT * self.s * self.b * heads * self.d
+
+
+def reruns(op: "Op", parallel: ParallelSpec) -> bool:
+    """Whether the run's selective recompute re-runs this op in backward."""
+    return (op.selective and parallel.recomputes("core_attn")) or bool(
+        op.recompute and parallel.recomputes(op.recompute)
+    )
+
+
+def dropped(saved: Saved, parallel: ParallelSpec) -> bool:
+    """Whether the run's selective recompute drops this tensor (rebuilt in backward)."""
+    return (saved.selective and parallel.recomputes("core_attn")) or bool(
+        saved.recompute and parallel.recomputes(saved.recompute)
+    )
 
 
 def shard_ranks(shard: tuple[str, ...], parallel: ParallelSpec) -> int:

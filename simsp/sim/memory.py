@@ -91,7 +91,7 @@ def saved_tensors(
     if parallel.recompute == "full":
         return (L.layer_input(model, micro_batch, parallel.cp),)
     saves = (s for op in L.build_layer(model, parallel, micro_batch, numerics) for s in op.saves)
-    return tuple(s for s in saves if not (parallel.recompute == "selective" and s.selective))
+    return tuple(s for s in saves if not L.dropped(s, parallel))
 
 
 def activation_per_layer_bytes(
@@ -122,7 +122,8 @@ def chunk_activation_bytes(
     full = par.recomputed_layers(n, stage)
     if vs is not None and not stack.uniform(w.model):
         start = sum(w.chunk_layers[:vs])
-        rest = dataclasses.replace(par, recompute="none")
+        # with recompute full on the first `full` layers only, the rest keep what they save
+        rest = dataclasses.replace(par, recompute="none") if par.recompute == "full" else par
         return sum(
             activation_per_layer_bytes(kind, par if i < full else rest, b, num)
             for i, kind in enumerate(stack.kinds(w.model)[start : start + n])

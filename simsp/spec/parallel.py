@@ -7,6 +7,10 @@ from simsp.spec.hashed import HashedOnce
 from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
 
 RECOMPUTE_MODES = ("none", "selective", "full")
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj")
+"""Megatron-Core's output-discarding recompute modules simsp prices (--recompute-modules;
+transformer_config.py): core attention; a mixture of experts' activation; the norms before a
+linear layer; MLA's up-projections. Its whole-module `mlp` and `moe` are not modelled."""
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 """The parallel dimensions, in Megatron-Core's default rank order (fastest first)."""
 EXPERT_DIMENSIONS = {"tp": "etp", "cp": "cp", "ep": "ep", "dp": "edp", "pp": "pp"}
@@ -78,6 +82,11 @@ class ParallelSpec(HashedOnce):
     arguments.py)."""
     recompute: str = field(default="none", metadata={"choices": RECOMPUTE_MODES})
     """Activation recomputation: none, selective (paper §5) or full (every layer)."""
+    recompute_modules: str = "core_attn"
+    """With recompute selective, the modules re-run in backward, comma-separated
+    (RECOMPUTE_MODULES; Megatron-Core --recompute-modules, default core_attn): each drops the
+    tensors its output would have kept and re-runs its forward. In a YAML flow mapping, quote
+    it: `recompute_modules: "mla_up_proj,moe_act"`."""
     recompute_num_layers: int = 0
     """With recompute full: how many layers of each model chunk are recomputed, the first ones,
     the rest keeping their activations (Megatron-LM --recompute-method block
@@ -205,7 +214,16 @@ class ParallelSpec(HashedOnce):
             moe_dispatcher=self.moe_dispatcher,
             moe_load=self.moe_load,
             moe_a2a_overlap=self.moe_a2a_overlap,
+            recompute_modules=self.recompute_modules,
         )
+
+    def recomputes(self, module: str) -> bool:
+        """Whether selective recompute re-runs this module (RECOMPUTE_MODULES)."""
+        return self.recompute == "selective" and module in self._modules
+
+    @cached_property
+    def _modules(self) -> frozenset:
+        return frozenset(m.strip() for m in self.recompute_modules.split(","))
 
     def recomputed_layers(self, layers_per_chunk: int, stage: int = 0) -> int:
         """Layers of each of a stage's chunks that re-run their forward in backward."""

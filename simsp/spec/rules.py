@@ -22,6 +22,7 @@ from simsp.spec.parallel import (
     DIMENSIONS,
     DISPATCHERS,
     RECOMPUTE_MODES,
+    RECOMPUTE_MODULES,
     SCHEDULES,
 )
 from simsp.spec.pipeline_layout import parse as parse_layout
@@ -154,6 +155,19 @@ def _rules(w: Workload):
             key, rule = broken
             section, name = key.split(".")
             yield key, getattr(getattr(w, section), name), False, rule
+    modules = [m.strip() for m in p.recompute_modules.split(",")]
+    yield (
+        "parallel.recompute_modules",
+        p.recompute_modules,
+        all(m in RECOMPUTE_MODULES for m in modules),
+        f"must list modules of {', '.join(RECOMPUTE_MODULES)}, comma-separated",
+    )
+    yield (
+        "parallel.recompute_modules",
+        p.recompute_modules,
+        p.recompute_modules == "core_attn" or p.recompute == "selective",
+        "needs recompute: selective (Megatron-Core's --recompute-modules)",
+    )
     yield (
         "parallel.recompute_num_layers",
         p.recompute_num_layers,

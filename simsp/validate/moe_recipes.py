@@ -94,3 +94,27 @@ found in any branch: 25.11's GB200 MXFP8 row (PP 8 / VP 4 / EP 32) and Kimi-K2's
 def moe_recipe(release: str, model: str, family: str) -> tuple[str, bool] | None:
     """(dispatcher, EP all-to-all overlap) the release's recipe used, None where not read."""
     return MOE_RECIPES.get((release, model, family))
+
+
+MOE_RECOMPUTE = {
+    # row id: (recompute_modules simsp prices, modules the recipe also set that it does not):
+    # selective recompute as each release's code set it (research note §4c, §7b)
+    "mb2509-gb200-deepseekv3-tokendrop": ("mla_up_proj", ""),
+    "mb2509-gb200-deepseekv3-tokendrop-mxfp8": ("mla_up_proj", ""),
+    "mb2509-b200-deepseekv3-tokendrop": ("mla_up_proj", ""),
+    "mb2509-b200-deepseekv3-tokendrop-mxfp8": ("mla_up_proj", ""),
+    "mb2509-h100-deepseekv3-dropless": ("mla_up_proj", "mlp"),
+    "mb2511-gb300-deepseekv3-nomtp-bf16": ("moe_act", "mlp"),
+    "mb2511-gb300-deepseekv3-nomtp-mxfp8": ("moe_act", "mlp"),
+    "mb2511-gb200-deepseekv3-nomtp-bf16": ("mla_up_proj", ""),
+    "mb2511-b200-deepseekv3-mtp": ("mla_up_proj", ""),
+    "mb2604-gb300-deepseekv3": ("mla_up_proj", ""),
+    "mb2604-gb200-deepseekv3": ("", "mlp"),
+    "mb2604-b300-deepseekv3": ("mla_up_proj", ""),
+    "mb2604-b200-deepseekv3": ("mla_up_proj", ""),
+    "mb2604-gb200-gpt-oss-120b": ("layernorm,moe_act", ""),
+    "mb2604-b200-gpt-oss-120b": ("layernorm,moe_act", ""),
+    "mb2604-h100-gpt-oss-120b": ("layernorm,moe_act", ""),
+}
+"""The MoE recipes' selective recompute modules. Megatron-Core's whole-module `mlp` (a second
+forward of the MLP or MoE block) is not modelled: its rows say so in their notes."""

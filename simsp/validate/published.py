@@ -22,7 +22,7 @@ from simsp.spec.rules import validate
 from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.baseline import naive_baseline_s
-from simsp.validate.moe_recipes import LAYOUTS, moe_recipe
+from simsp.validate.moe_recipes import LAYOUTS, MOE_RECOMPUTE, moe_recipe
 from simsp.validate.moe_runs import SET as MOE_SET
 from simsp.validate.moe_runs import read_moe_runs, with_architecture
 from simsp.validate.published_runs import RUNS_FILE, read_published
@@ -209,6 +209,12 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
         + ", balanced routing"
     )
     out = {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+    modules, unmodelled = MOE_RECOMPUTE.get(row["id"], ("", ""))
+    if modules:
+        out.update(recompute="selective", recompute_modules=modules)
+        notes.append(f"selective recompute of {modules} (the recipe's)")
+    if unmodelled:
+        notes.append(f"the recipe's recompute of {unmodelled} is not modelled")
     if row["id"] in LAYOUTS:
         layout, vp = LAYOUTS[row["id"]]
         notes.append(f"pipeline layout {layout} with vp {vp} (the release's code)")

@@ -32,9 +32,10 @@ def summarize(
         memory = [r.memory_error for r in rs if r.memory_error is not None]
         if memory:  # the memory model against measured HBM peaks (max_memory_allocated)
             entry["memory"] = metrics(memory)
-        peer = [r.peer_error for r in rs if r.peer_error is not None]
-        if peer:  # the published peer simulator's errors on the same cases, for comparison
-            entry["peer"] = metrics(peer)
+        paired = [r for r in rs if r.peer_error is not None]
+        if paired:  # the published peer simulator's errors on the same cases, for comparison
+            entry["peer"] = metrics([r.peer_error for r in paired])
+            entry["peer_simsp"] = metrics([r.error for r in paired])
         entry["skipped"] = sum(1 for s in skipped if s.set == name)
         entry["reference"] = REFERENCES.get(name, "measured")
         entry["worst"] = [

@@ -165,6 +165,13 @@ def _rope(dm: Dims) -> Op:
     return Op("rotary embedding", "rope", "attention", fwd_bytes=2 * qk, bwd_bytes=2 * qk)
 
 
+def _after_norm(model: ModelSpec) -> str:
+    """The recompute module that drops a block's first linear input: the pre-norm's output,
+    rebuilt by re-running the norm (Megatron-Core recompute module `layernorm`); none where the
+    model has no pre-norm."""
+    return "" if model.norm_placement == "post" else "layernorm"
+
+
 def _core(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
     """Core attention, under context parallelism over its ring or between its all-to-alls."""
     if model.attention != "flash":
@@ -201,7 +208,7 @@ def attention_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[O
             dm.h,
             model.linear_bias("qkv"),
             True,
-            Saved("qkv input", x, SP),
+            Saved("qkv input", x, SP, recompute=_after_norm(model)),
             t,
         ),
     ]

@@ -11,11 +11,17 @@ a heads; the scores use d + r channels, the values v, so the fused kernel's FLOP
 head of (d + r + v) / 2 on both products (4 s² ((d + r + v) / 2) = 2 s² (d + r) + 2 s² v).
 """
 
+import dataclasses
+
 from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
 from simsp.model.ops import SP, TP, WHOLE, Attention, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32
+
+UP = "mla_up_proj"
+"""The recompute module that drops Q, K and V and re-runs the up-projections and rotary
+positions (Megatron-Core's output-discarding `mla_up_proj`)."""
 
 
 def mla_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
@@ -30,9 +36,11 @@ def mla_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
         residual_grad("residual 1", "attention", x / dm.seq),
     ]
     if q_lora:
-        ops.append(_down("q down", local, q_lora, dm, Saved("q down input", x, SP)))
+        ops.append(
+            _down("q down", local, q_lora, dm, Saved("q down input", x, SP, recompute="layernorm"))
+        )
     # the norm's output x is saved once: by the q down-projection, or by q itself without one
-    kv_saved = Saved("kv down input", 0.0 if q_lora else x, SP)
+    kv_saved = Saved("kv down input", 0.0 if q_lora else x, SP, recompute="layernorm")
     ops.append(_down("kv down", local, kv_lora + r, dm, kv_saved))
     ops.append(_latent_gather(BYTES_16BIT * sb * latent, parallel))
     if q_lora:
@@ -42,7 +50,7 @@ def mla_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
         q_lora or dm.h,
         Saved("q up input", BYTES_16BIT * sb * q_lora, WHOLE) if q_lora else None,
     )
-    ops += [
+    up = [
         linear(
             "q up" if q_lora else "q",
             "attention",
@@ -66,6 +74,9 @@ def mla_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             t,
         ),
         _rope(dm, r),
+    ]
+    ops += [dataclasses.replace(op, recompute=UP) for op in up]  # re-run by mla_up_proj
+    ops += [
         _core(model, dm, r, v),
         linear(
             "projection",
@@ -149,8 +160,8 @@ def _core(model: ModelSpec, dm: Dims, r: int, v: int) -> Op:
         attention=Attention(heads, dm.s, width, causal=True),
         selective=True,
         saves=(
-            Saved("Q, K", 2 * BYTES_16BIT * dm.s * dm.b * dm.a * (d + r), TP),
-            Saved("V", BYTES_16BIT * dm.s * dm.b * dm.a * v, TP),
+            Saved("Q, K", 2 * BYTES_16BIT * dm.s * dm.b * dm.a * (d + r), TP, recompute=UP),
+            Saved("V", BYTES_16BIT * dm.s * dm.b * dm.a * v, TP, recompute=UP),
             Saved("log-sum-exp", lse, TP, selective=True),
         ),
     )

@@ -58,7 +58,12 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             dm.h,
             bias,
             True,
-            Saved(f"{fc1} input", x, SP),
+            Saved(
+                f"{fc1} input",
+                x,
+                SP,
+                recompute="" if model.norm_placement == "post" else "layernorm",
+            ),
             t,
         ),
         _activation(model, dm),

@@ -57,7 +57,9 @@ def _router(model: ModelSpec, dm: Dims, tokens: int) -> tuple[Op, ...]:
             "mlp",
             gemm=Gemm(tokens, e, dm.h),
             # the norm's output, saved once: by the shared expert's first linear where there is one
-            saves=() if model.shared_expert_ffn else (Saved("router input", dm.x, SP),),
+            saves=()
+            if model.shared_expert_ffn
+            else (Saved("router input", dm.x, SP, recompute="layernorm"),),
             weights=(Weight("router", e * dm.h, WHOLE),)
             + ((Weight("router bias", e, WHOLE),) if model.linear_bias("mlp") else ()),
             keeps_precision=True,
@@ -126,6 +128,7 @@ def _routed_experts(
             fwd_bytes=fwd_act * act,
             bwd_bytes=bwd_act * act,
             saves=(Saved(f"experts {model.mlp} input", width * act, WHOLE),),
+            recompute="moe_act",
         ),
         Op(
             "experts fc2",
@@ -133,7 +136,7 @@ def _routed_experts(
             "mlp",
             gemm=fc2,
             weights=expert_w[1],
-            saves=(Saved("experts fc2 input", act, WHOLE),),
+            saves=(Saved("experts fc2 input", act, WHOLE, recompute="moe_act"),),
         ),
         *_dispatch(model, parallel, dm, tokens, copies, received, "combine"),
         # unpermute: scale each copy by its probability and sum a token's k copies
@@ -202,7 +205,7 @@ def _shared_expert(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[
             dm.h,
             False,
             True,
-            Saved("shared fc1 input", x, SP),
+            Saved("shared fc1 input", x, SP, recompute="layernorm"),
             t,
         ),
         Op(

@@ -39,6 +39,7 @@ def norm(model: ModelSpec, n: int, block: str, dm: Dims, after: bool = False) ->
         bwd_bytes=3 * dm.x / dm.seq,
         saves=(Saved(f"{name} input", dm.x, SP),),
         weights=(Weight(name, params, WHOLE),),
+        recompute="" if after else "layernorm",
     )
 
 
