@@ -56,6 +56,16 @@ FAMILY_CONFIGS = {
         "sliding_window": 16,
         "layer_types": ["sliding_attention", "full_attention"] * 2,
     },
+    "llama4_text": {
+        "model_type": "llama4_text",
+        **SMALL,
+        "head_dim": 32,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 1,
+        "intermediate_size_mlp": 768,
+        "interleave_moe_layer_step": 2,
+        "attention_chunk_size": 64,
+    },
     "deepseek_v3": {
         "model_type": "deepseek_v3",
         **SMALL,
@@ -124,18 +134,16 @@ def test_each_shipped_config_counts_as_transformers_does(name):
     assert simsp_count(config) == transformers_count(config)
 
 
-@pytest.mark.parametrize("name", _shipped(readable=False))
-def test_a_shipped_config_simsp_cannot_read_yet_is_refused_by_name(name):
-    """DeepSeek-V3 (MLA), gpt-oss (sinks, biased experts), Llama-4 (chunked attention): one
-    clean error naming model_type, not a wrong count."""
-    from simsp.errors import InputError
-
-    with pytest.raises(InputError, match="model_type"):
-        model_fields(_read(name), "config.json")
-
-
 @pytest.mark.parametrize(
-    "name", ["mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b"]
+    "name",
+    [
+        "mixtral-8x7b",
+        "qwen3-30b-a3b",
+        "qwen3-235b-a22b",
+        "deepseek-v3",
+        "gpt-oss-120b",
+        "llama-4-maverick",
+    ],
 )
 def test_active_parameters_leave_out_the_experts_a_token_skips(name):
     """Active = total - (E - k) / E of the routed experts' weights, the routed weights counted

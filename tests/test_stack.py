@@ -131,3 +131,18 @@ def test_uniform_is_read_from_the_settings_as_the_kinds_say(layers, window, ever
         _workload().model, layers=layers, sliding_window=window, global_every=every
     )
     assert stack.uniform(model) == (len(set(stack.kinds(model))) == 1)
+
+
+def test_a_chunked_layers_attention_flops_follow_its_chunks():
+    """Llama-4's chunked attention, chunk c = 4096 at s = 8192: two chunks, each query seeing its
+    own chunk up to itself, c (c + 1) / 2 = 8,390,656 pairs a chunk; every 4th layer global."""
+    model = _workload(attention_chunk=4096, global_every=4).model
+    assert [k.chunk > 0 for k in stack.kinds(model)[:4]] == [True, True, True, False]
+    (att,) = [
+        op.attention for op in build_layer(stack.kinds(model)[0], ParallelSpec(), 1) if op.attention
+    ]
+    pairs = 2 * (4096 * 4097 // 2)
+    assert att.local_pairs == pairs == 16_781_312
+    assert att.flops == 2 * 4 * 128 * 32 * pairs
+    with pytest.raises(InputError, match="attention_chunk"):
+        _workload(attention_chunk=4096, sliding_window=1024)

@@ -48,7 +48,7 @@ from simsp.io.hf_families import (
 
 MOE_REFUSED = (
     "is a mixture of experts whose layers simsp does not model yet "
-    "(it reads mixtral, qwen3_moe, deepseek_v3 and gpt_oss configs)"
+    "(it reads mixtral, qwen3_moe, deepseek_v3, gpt_oss and llama4_text configs)"
 )
 
 
@@ -92,6 +92,20 @@ def model_fields(config: dict, source: str) -> dict:
         **_experts(config, source, fam),
         **_mla(config, source, fam),
         **({"attention_sinks": True} if fam.sinks else {}),
+        **_chunk(config, source, fam),
+    }
+
+
+def _chunk(config, source, fam) -> dict:
+    """Chunked attention (configuration_llama4.py attention_chunk_size; null: none) and its
+    global layers, every no_rope_layer_interval-th (modeling_llama4.py: the no-RoPE layers attend
+    to the whole prefix, the others within their chunk)."""
+    if fam.chunk is None or config.get(fam.chunk) is None:
+        return {}
+    key, default = fam.chunk_global_every
+    return {
+        "attention_chunk": _as_positive(source, fam.chunk, config[fam.chunk]),
+        "global_every": _as_positive(source, key, config.get(key, default)),
     }
 
 
@@ -126,8 +140,8 @@ def _experts(config, source, fam) -> dict:
         out["dense_layers"] = len(dense)
     if moe.dense_first:
         out["dense_layers"] = _count(config, source, moe.dense_first)
-    if moe.shared:
-        shared = _count(config, source, moe.shared)
+    if moe.shared or moe.shared_fixed:
+        shared = _count(config, source, moe.shared) if moe.shared else moe.shared_fixed
         out["shared_expert_ffn"] = shared * out.get("moe_ffn", 0)
     return out
 

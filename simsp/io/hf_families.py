@@ -23,7 +23,6 @@ MOE_TYPES = frozenset(
         "phimoe",
         "jamba",
         "llama4",
-        "llama4_text",
         "switch_transformers",
         "nllb_moe",
         "minimax",
@@ -85,6 +84,8 @@ class Experts:
     n_shared_experts)."""
     score: str = "softmax"
     """The router's score function (DeepSeek-V3's gate: sigmoid)."""
+    shared_fixed: int = 0
+    """Shared experts of the routed experts' size a family always builds (Llama-4: one)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,10 @@ class Family:
     """A mixture of experts' keys; None: a dense family."""
     sinks: bool = False
     """Attention sinks, a learned logit per head (gpt-oss)."""
+    chunk: str | None = None
+    """Key of the attention chunk of local layers (Llama-4 attention_chunk_size); its global
+    layers every `chunk_global_every` (key, default)."""
+    chunk_global_every: tuple[str, int] = ("", 0)
     mla: bool = False
     """Multi-head latent attention, read from q_lora_rank, kv_lora_rank, qk_rope_head_dim and
     v_head_dim (DeepSeek-V2/V3)."""
@@ -423,6 +428,37 @@ FAMILIES["gpt_oss"] = Family(
     window_default=128,
     experts=Experts("num_local_experts", 128, "num_experts_per_tok", 4),
     sinks=True,
+)
+
+# configuration_llama4.py Llama4TextConfig: num_local_experts=16, num_experts_per_tok=1,
+# intermediate_size (each expert's and the shared expert's) 8192, intermediate_size_mlp (a dense
+# layer's) 16384, interleave_moe_layer_step=1, attention_chunk_size=8192, no_rope_layer_interval=4
+# (every 4th layer no RoPE and full attention, the rest chunked), head_dim=128,
+# num_key_value_heads=8, tie_word_embeddings False. modeling_llama4.py: Llama4TextMoe router
+# Linear(h, E, bias=False) (sigmoid scores), experts gate_up_proj (E, h, 2f) and down_proj
+# (E, f, h), one shared_expert Llama4TextMLP(intermediate_size); dense layers
+# Llama4TextMLP(intermediate_size_mlp); use_qk_norm is a weightless L2 norm (its kernels are not
+# priced).
+FAMILIES["llama4_text"] = Family(
+    source=TF457 + "llama4/configuration_llama4.py, llama4/modeling_llama4.py",
+    **{**LLAMA_STYLE, "ffn": "intermediate_size_mlp"},
+    kv_default=8,
+    head_dim="head_dim",
+    class_defaults=(("head_dim", 128), ("intermediate_size_mlp", 16384)),
+    attention_bias=("attention_bias", False),
+    experts=Experts(
+        "num_local_experts",
+        16,
+        "num_experts_per_tok",
+        1,
+        ffn="intermediate_size",
+        ffn_default=8192,
+        every="interleave_moe_layer_step",
+        score="sigmoid",
+        shared_fixed=1,
+    ),
+    chunk="attention_chunk_size",
+    chunk_global_every=("no_rope_layer_interval", 4),
 )
 
 ROPE_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")

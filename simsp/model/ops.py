@@ -72,6 +72,15 @@ class Gemm:
     one."""
 
     @property
+    def local_pairs(self) -> int:
+        """(query, key) pairs a local layer computes: the window's band, or within chunks of c,
+        s // c chunks of c (c + 1) / 2 pairs and the rest r of r (r + 1) / 2."""
+        if self.chunk:
+            c, r = self.chunk, self.seq_len % self.chunk
+            return (self.seq_len // c) * c * (c + 1) // 2 + r * (r + 1) // 2
+        return self.window_pairs
+
+    @property
     def flops(self) -> float:
         """2mnk per matrix, times the batch."""
         return 2.0 * self.m * self.n * self.k * self.batch
@@ -101,6 +110,9 @@ class Attention:
     window: int = 0
     """A local layer's sliding window w (keys a query sees, itself included; 0: the whole causal
     prefix). Set only below the sequence length and without context parallelism."""
+    chunk: int = 0
+    """A local layer's attention chunk c (Llama-4): queries see the keys of their own chunk up to
+    themselves; 0: none."""
 
     @property
     def keys(self) -> int:
@@ -114,13 +126,22 @@ class Attention:
         return s * w - w * (w - 1) // 2
 
     @property
+    def local_pairs(self) -> int:
+        """(query, key) pairs a local layer computes: the window's band, or within chunks of c,
+        s // c chunks of c (c + 1) / 2 pairs and the rest r of r (r + 1) / 2."""
+        if self.chunk:
+            c, r = self.chunk, self.seq_len % self.chunk
+            return (self.seq_len // c) * c * (c + 1) // 2 + r * (r + 1) // 2
+        return self.window_pairs
+
+    @property
     def flops(self) -> float:
         """4 s_q s_kv d per batch-head: QKᵀ and attention-over-V, the whole square, as Megatron-Core
         r0.8's `num_floating_point_operations` counts them (the causal mask is not discounted).
         Through a window: twice the band's computed pairs, 8 d (s w - w (w - 1) / 2), the same
         no-discount factor the whole square carries over its causal half."""
-        if self.window:
-            return 8.0 * self.window_pairs * self.head_dim * self.batch_heads
+        if self.window or self.chunk:
+            return 8.0 * self.local_pairs * self.head_dim * self.batch_heads
         return 4.0 * self.seq_len * self.keys * self.head_dim * self.batch_heads
 
     @property
@@ -134,9 +155,9 @@ class Attention:
     @property
     def computed_share(self) -> float:
         """The share of the causal square's work a window leaves (1 without one)."""
-        if not self.window:
+        if not (self.window or self.chunk):
             return 1.0
-        return self.window_pairs / (self.seq_len * self.keys / 2)
+        return self.local_pairs / (self.seq_len * self.keys / 2)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ def kind(model: ModelSpec, layer: int) -> ModelSpec:
     """Layer `layer`'s kind: the model with that layer's window and experts resolved and the
     patterns that chose them cleared."""
     pattern = {"global_every": 0, "dense_layers": 0, "moe_every": 1}
-    window = {} if model.local(layer) else {"sliding_window": 0}
+    window = {} if model.local(layer) else {"sliding_window": 0, "attention_chunk": 0}
     experts = {} if model.moe_layer(layer) else _DENSE
     return dataclasses.replace(model, **pattern, **window, **experts)
 
@@ -39,10 +39,10 @@ def uniform(model: ModelSpec) -> bool:
     fewer layers than it), or every layer global (global_every 1); and no experts, or experts in
     every layer. Read from the settings, not the kinds, as sweeps ask it of every
     configuration."""
-    if not (model.experts or model.sliding_window):
+    if not (model.experts or model.sliding_window or model.attention_chunk):
         return True
     every = model.global_every
-    windows = not model.window or every in (0, 1) or model.layers < every
+    windows = not (model.window or model.chunk) or every in (0, 1) or model.layers < every
     experts = not model.experts or (model.dense_layers == 0 and model.moe_every == 1)
     return windows and experts
 

@@ -89,6 +89,11 @@ class ModelSpec(HashedOnce):
     """Keys a query of a local layer attends to, itself included (Mistral-7B-v0.1 4096,
     Gemma-2 4096, Gemma-3 1024); 0, or a window at least seq_len, means every layer attends
     to the whole causal prefix."""
+    attention_chunk: int = field(default=0, metadata=ZERO_OK)
+    """Chunked attention (Llama-4's attention_chunk_size 8192): a local layer's queries attend
+    causally within their own chunk of this many tokens; 0, or a chunk at least seq_len, means
+    none. global_every then says which layers attend globally (Llama-4: every 4th, its no-RoPE
+    layers)."""
     global_every: int = field(default=0, metadata=ZERO_OK)
     """With a sliding window: every n-th layer, counting from 1, attends globally and the rest
     locally (Gemma-2 2, Gemma-3 6: transformers' `layer_types`); 0 makes every layer local
@@ -167,9 +172,15 @@ class ModelSpec(HashedOnce):
         """The sliding window where it is narrower than the sequence, else 0."""
         return self.sliding_window if 0 < self.sliding_window < self.seq_len else 0
 
+    @property
+    def chunk(self) -> int:
+        """The attention chunk where it is shorter than the sequence, else 0."""
+        return self.attention_chunk if 0 < self.attention_chunk < self.seq_len else 0
+
     def local(self, layer: int) -> bool:
-        """Whether layer `layer` (from 0) attends through the sliding window."""
-        if not self.window:
+        """Whether layer `layer` (from 0) attends locally: through the sliding window or within
+        its chunk."""
+        if not (self.window or self.chunk):
             return False
         return not (self.global_every and (layer + 1) % self.global_every == 0)
 

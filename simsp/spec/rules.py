@@ -184,9 +184,16 @@ def _window_rules(w: Workload):
     yield (
         "model.global_every",
         m.global_every,
-        not m.global_every or m.sliding_window > 0,
-        "needs model.sliding_window: it says which layers are global among windowed ones",
+        not m.global_every or m.sliding_window > 0 or m.attention_chunk > 0,
+        "needs model.sliding_window or attention_chunk: it says which layers are global",
     )
+    if m.chunk:
+        yield (
+            "model.attention_chunk",
+            m.attention_chunk,
+            not m.window and m.attention == "flash" and p.cp == 1 and not m.mla,
+            "needs model.attention flash, cp 1, no sliding_window and no MLA",
+        )
     if not m.window:
         return
     yield (

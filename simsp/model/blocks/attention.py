@@ -93,7 +93,9 @@ def _core_flash(model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     by the projection that consumes it. Megatron-Core's selective recompute checkpoints core
     attention whatever its kernel, keeping Q, K, V and re-running the forward, so only the LSE is
     dropped."""
-    att = Attention(dm.b * dm.a // dm.t, dm.s, dm.d, causal=True, window=model.window)
+    att = Attention(
+        dm.b * dm.a // dm.t, dm.s, dm.d, causal=True, window=model.window, chunk=model.chunk
+    )
     if dm.c > 1:
         att = _context_parallel(att, dm)
     lse = BYTES_FP32 * dm.s * dm.b * dm.a
