@@ -72,15 +72,6 @@ class Gemm:
     one."""
 
     @property
-    def local_pairs(self) -> int:
-        """(query, key) pairs a local layer computes: the window's band, or within chunks of c,
-        s // c chunks of c (c + 1) / 2 pairs and the rest r of r (r + 1) / 2."""
-        if self.chunk:
-            c, r = self.chunk, self.seq_len % self.chunk
-            return (self.seq_len // c) * c * (c + 1) // 2 + r * (r + 1) // 2
-        return self.window_pairs
-
-    @property
     def flops(self) -> float:
         """2mnk per matrix, times the batch."""
         return 2.0 * self.m * self.n * self.k * self.batch

@@ -206,17 +206,21 @@ def simumax_workload(row: dict) -> Workload:
         grad_reduce_in_fp32=True,
         cached_dummy_wgrads=True,  # TE 2.11, gradient-accumulation fusion on (Megatron default)
     )
-    training = TrainingSpec(
+    return validate(Workload(row["case"], model, _training(n), parallel), row["case"])
+
+
+def _training(n: dict) -> TrainingSpec:
+    """The launchers' batch and kernels: micro batch 1, micro batches x dp a global batch,
+    SimuMax's profile of TE 2.11's attention, and the runs' `_cef`: --cross-entropy-loss-fusion
+    --cross-entropy-fusion-impl te (SimuMax docs/strategy.md, "cross_entropy_loss_fusion"; its
+    published predictions are those of its strategy cross_entropy_loss_fusion = True, 1919.4 ms
+    for 70B tp8 mbc32, 1955.0 without)."""
+    return TrainingSpec(
         global_batch=n["micro_batches"] * n["dp"],
         micro_batch=1,
         attention_kernel=KERNEL,
-        # the runs' `_cef`: --cross-entropy-loss-fusion --cross-entropy-fusion-impl te (SimuMax
-        # docs/strategy.md, "cross_entropy_loss_fusion"); its published predictions are those of
-        # its strategy cross_entropy_loss_fusion = True (1919.4 ms for 70B tp8 mbc32, 1955.0
-        # without)
         cross_entropy="te",
     )
-    return validate(Workload(row["case"], model, training, parallel), row["case"])
 
 
 def simumax_moe_workload(row: dict) -> Workload:
@@ -245,13 +249,7 @@ def simumax_moe_workload(row: dict) -> Workload:
         grad_reduce_in_fp32=True,
         cached_dummy_wgrads=True,
     )
-    training = TrainingSpec(
-        global_batch=n["micro_batches"] * n["dp"],
-        micro_batch=1,
-        attention_kernel=KERNEL,
-        cross_entropy="te",
-    )
-    return validate(Workload(row["case"], model, training, parallel), row["case"])
+    return validate(Workload(row["case"], model, _training(n), parallel), row["case"])
 
 
 def _case(row: dict, w: Workload, set_name: str, hw: str, peak: float, notes: str):
