@@ -28,7 +28,7 @@ from simsp.tables import (
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration" / "dgx-a100-80gb"
-SHARED = REPO / "hardware" / "calibration" / "sources"
+SOURCES = REPO / "hardware" / "calibration" / "sources"
 NCCL_FILES = sorted((CAL / "nvlink").iterdir()) + sorted((CAL / "infiniband").iterdir())
 MIB = 1024**2
 
@@ -410,7 +410,7 @@ def test_derive_script_reproduces_calibration_files(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     date = re.search(r"^# derived: (\S+)$", (CAL / "gemm.csv").read_text(), re.M).group(1)
-    written = module.derive(SHARED, tmp_path, date)
+    written = module.derive(SOURCES, tmp_path, date)
     # gemm_model.csv and flash_attention.csv (and their README sections) come from
     # derive_gemm_model.py and derive_flash_attention.py
     elsewhere = ("gemm_model.csv", "flash_attention.csv")

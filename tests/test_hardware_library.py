@@ -17,15 +17,18 @@ from simsp.tables import BUSBW_FACTORS, read_nccl_log
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"
-SHARED = REPO / "hardware" / "calibration" / "sources"
+SOURCES = CAL / "sources"
+"""The verbatim upstream logs derive_library.py reads (in the repository, with their READMEs)."""
 HARDWARE = sorted((REPO / "hardware").glob("*.yaml"))
 LIBRARY = ("dgx-a100-40gb", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "vtrain-a100")
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 MSG = 64 * MIB
 
 # (machine, table, size, published busbw GB/s, per: divide busbw by this before comparing)
-# Figures from ../shared/reference/hardware-and-calibration.md (section in the comment) or the
-# Echo logs in hardware/calibration/sources (vtrain-a100: half of Echo's busbw at its largest size).
+# Published figures typed in here, each from the measurement the project's hardware reference
+# (hardware-and-calibration.md, section in the comment) cites, or from the Echo logs in
+# hardware/calibration/sources (vtrain-a100: half of Echo's busbw at its largest size). The test
+# reads no file outside the repository.
 PUBLISHED = [
     ("dgx-h100", "nvlink/all_reduce_8.log", 64 * MIB, 361.78, 1),  # §3.2 Azure H100
     ("dgx-h100", "nvlink/all_reduce_8.log", GIB, 466.35, 1),
@@ -189,7 +192,7 @@ def test_derive_library_reproduces_files(tmp_path):
     date = re.search(
         r"^Derived on (\S+) by", (CAL / "dgx-h100" / "README.md").read_text(), re.M
     ).group(1)
-    written = module.derive(SHARED, tmp_path, date)
+    written = module.derive(SOURCES, tmp_path, date)
     expected = {
         p.relative_to(CAL)
         for m in LIBRARY
