@@ -53,7 +53,7 @@ class _Pass:
         net = self.cost.network
         if collective.op == "send_recv":
             return net.p2p_s(collective.bytes, group.nodes == 1)
-        if collective.op == "all_to_all" and group.nodes > 1:
+        if collective.node_dedup:  # DeepEP / HybridEP: once per destination node
             return net.all_to_all_s(
                 collective.bytes, group.size, group.ranks_per_node, collective.node_dedup
             )

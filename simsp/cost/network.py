@@ -206,12 +206,14 @@ class NetworkModel:
         collective_latency_us."""
         if ranks <= 1 or nbytes <= 0:
             return 0.0
+        if op == A2A and ranks > ranks_per_node:
+            return self.all_to_all_s(nbytes, ranks, ranks_per_node)
         return self.latency_s + self._tables_s(op, nbytes, ranks, ranks_per_node)
 
     def _tables_s(self, op: str, nbytes: float, ranks: int, ranks_per_node: int) -> float:
         """collective_s from the measured tables alone."""
         if op == A2A and not any(key[0] == A2A for key in self.nvlink):
-            op = AG
+            op = AG  # inside a node (collective_s sends a cross-node all-to-all elsewhere)
         g = min(ranks_per_node, ranks)
         nodes = ranks // g
         if nodes == 1:
