@@ -283,6 +283,9 @@ def test_run_json_states_the_configuration_it_ran(capsys):
         "attention_kernel": "",
         "fp8_param_gather": False,
         "cross_entropy": "unfused",
+        "stack": "megatron",
+        "elementwise": "fused",
+        "fsdp_impl": "megatron_fsdp",
     }
     assert c["model"]["layers"] == 96 and c["hardware_file"].endswith("dgx-a100-80gb.yaml")
 

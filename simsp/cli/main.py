@@ -34,7 +34,7 @@ def configuration(w, hw, args) -> dict:
         "workload_file": str(args.workload),
         "hardware_file": hw.source,
         "model": dataclasses.asdict(w.model),
-        "training": dataclasses.asdict(w.training),
+        "training": w.training.as_run(),
         "parallel": dataclasses.asdict(w.parallel),
     }
 

@@ -81,9 +81,11 @@ def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
 @dataclass(frozen=True)
 class GemmTables:
     """The tables of one operand type: measured, modeled, and measured/model at the measured
-    points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU
-    (its MAMF, or the table's own best), as the model's shape trend times a neighbour's ratio
-    can otherwise exceed it."""
+    points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU:
+    its MAMF where the hardware file states one, else the table's own best, as the model's
+    shape trend times a neighbour's ratio can otherwise exceed it. A stated MAMF holds even
+    below a table's best: a file may borrow the tables of the same chip in another power
+    state (h100-96gb-500w.yaml uses dgx-h100's, measured at 700 W)."""
 
     measured: GemmTable | None
     model: GemmTable | None
@@ -101,7 +103,7 @@ class GemmTables:
         model = read_gemm_table(model_path) if model_path else None
         best = max((p.tflops for p in measured.points), default=0.0) if measured else 0.0
         residual = _residuals(measured, model) if measured and model else None
-        return cls(measured, model, max(mamf_tflops, best), residual, fraction)
+        return cls(measured, model, mamf_tflops or best, residual, fraction)
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
@@ -300,10 +302,17 @@ class ComputeModel:
         traffic = g.batch * (operands + BYTES_16BIT * g.m * g.n)
         return max(g.flops / rate, self.memory_bound(traffic).seconds)
 
-    def memory_bound(self, nbytes: float, kind: str = "", backward: bool = False) -> Timed:
+    def memory_bound(
+        self, nbytes: float, kind: str = "", backward: bool = False, kernels: int = 1
+    ) -> Timed:
         """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
         (fused layer-norm, fused Adam, a cross-entropy implementation) where the hardware file
-        has one, else the curve's."""
+        has one, else the curve's. `kernels` > 1: the bytes moved by that many eager torch
+        kernels of equal share, each on the curve at its own size (the measured rates are of
+        fused kernels)."""
+        if kernels > 1:
+            one = self.memory_bound(nbytes / kernels)
+            return Timed(one.seconds * kernels, one.source)
         measured = self._measured_gbps(kind, backward)
         rate = (
             measured * GB

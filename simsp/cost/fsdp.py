@@ -14,7 +14,11 @@ FSDP's bf16 reduce). With hybrid sharding the reduce-scatter is followed by an a
 the replicas of the shard. FSDP2 does this every microbatch
 (torchtitan does not skip gradient sync under gradient accumulation). Sources: torchtitan
 docs/fsdp.md and parallelize.py @a3104201, torch.distributed.fsdp._fully_shard (research notes in
-the commit introducing this module).
+the commit introducing this module). Under FSDP2 each gather is followed by a copy of the
+gathered buffer into the per-parameter tensors on the compute stream (torch
+distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather_copy_out, pytorch/pytorch
+PRs #117203, #119451; #186601 proposes removing it); FSDP2's copy-in before each collective runs
+on its own stream, beside the compute, and is not priced.
 """
 
 from dataclasses import dataclass
@@ -40,6 +44,10 @@ class LayerComm:
     sm_share: float = 0.0
     """Share of the SMs the collectives hold while they run (calibration.collective_sm_share):
     the layer computing beside them runs at 1 - share meanwhile."""
+    copy_out_s: float = 0.0
+    """FSDP2's copy of the gathered buffer into each parameter (`foreach_all_gather_copy_out`,
+    split_with_sizes_copy), on the compute stream after each gather; 0 for FSDP1 and
+    Megatron-FSDP, whose parameters are views of the gathered buffer."""
 
 
 def shard_groups(w: Workload, lay: Layout) -> tuple[Group, Group | None]:
@@ -67,11 +75,15 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
     reduce = net.group_s("reduce_scatter", grad * params, shard)
     if replica is not None:
         reduce += net.group_s("all_reduce", grad * params / shard.size, replica)
+    copy = 0.0
+    if w.training.knob("fsdp_impl") == "fsdp2":  # read the gathered bf16 buffer, write params
+        copy = cost.compute.memory_bound(2 * BYTES_16BIT * params, "copy").seconds
     return LayerComm(
         gather,
         reduce,
         backward_gathers=w.parallel.pp == 1,
         sm_share=cost.hw.calibration.collective_sm_share,
+        copy_out_s=copy,
     )
 
 
@@ -92,7 +104,8 @@ def exposed_s(comm: LayerComm, layers: int, forward_s: float, backward_s: float)
     fwd = comm.gather_s + (layers - 1) * beside_s(forward_s, comm.gather_s, u)
     gather_b = comm.gather_s if comm.backward_gathers else 0.0
     bwd = gather_b + (layers - 1) * beside_s(backward_s, gather_b + comm.reduce_s, u)
-    return fwd, bwd + comm.reduce_s
+    copies_b = comm.copy_out_s if comm.backward_gathers else 0.0
+    return fwd + layers * comm.copy_out_s, bwd + comm.reduce_s + layers * copies_b
 
 
 def exposed_layers_s(comm: LayerComm, forwards: list[float], backwards: list[float]):
@@ -104,7 +117,8 @@ def exposed_layers_s(comm: LayerComm, forwards: list[float], backwards: list[flo
     fwd = comm.gather_s + sum(beside_s(f, comm.gather_s, u) for f in forwards[:-1])
     gather_b = comm.gather_s if comm.backward_gathers else 0.0
     bwd = gather_b + sum(beside_s(b, gather_b + comm.reduce_s, u) for b in backwards[:-1])
-    return fwd, bwd + comm.reduce_s
+    copies = len(forwards) * comm.copy_out_s
+    return fwd + copies, bwd + comm.reduce_s + (copies if comm.backward_gathers else 0.0)
 
 
 def beside_s(compute_s: float, comm_s: float, sm_share: float) -> float:

@@ -26,6 +26,7 @@ from simsp.cost.overlap import (
     split_overlap_rs_s,
 )
 from simsp.cost.ring_attention import ring_attention_entries
+from simsp.model.blocks import checkpoint
 from simsp.model.layer import Op, reruns
 from simsp.spec.layout import Placement
 from simsp.spec.parallel import ParallelSpec
@@ -142,7 +143,11 @@ class _Pass:
         if op.attention:
             timed = cm.flash_attention(op.attention)
         else:
-            timed = cm.gemm(op.gemm, FORWARD) if op.gemm else cm.memory_bound(op.fwd_bytes, op.kind)
+            timed = (
+                cm.gemm(op.gemm, FORWARD)
+                if op.gemm
+                else cm.memory_bound(op.fwd_bytes, op.kind, kernels=op.fwd_kernels)
+            )
         if (
             before is not None
             and before.overlaps_wgrad
@@ -190,7 +195,7 @@ class _Pass:
                     op.name + " grad",
                     "backward",
                     op.kind,
-                    cm.memory_bound(op.bwd_bytes, op.kind, backward=True),
+                    cm.memory_bound(op.bwd_bytes, op.kind, True, op.bwd_kernels),
                 )
             ]
         entry_comm = before if before is not None and before.kind == "comm" else None
@@ -279,8 +284,8 @@ def layer_time(
     rerun = (
         ops
         if parallel.recompute == "full"
-        else tuple(o for o in ops if reruns(o, parallel))
-        if parallel.recompute == "selective"
+        else tuple(checkpoint.rerun(o) for o in ops if reruns(o, parallel))
+        if parallel.recompute in ("selective", "op")
         else ()
     )
     host_f, host_b = (us * 1e-6 for us in host_us(cost.hw.calibration, parallel.recompute))

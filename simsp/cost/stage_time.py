@@ -5,8 +5,9 @@ gradient synchronisation and the optimizer step, in seconds on one rank.
 from simsp.cost import CostModel
 from simsp.cost.compute import CROSS_ENTROPY_KIND, FORWARD, gemm_grad_shapes
 from simsp.cost.gradient_sync import chunk_gradients
+from simsp.model.blocks.elementwise import elementwise_layer
 from simsp.model.blocks.loss import CROSS_ENTROPY
-from simsp.model.layer import Gemm
+from simsp.model.layer import Gemm, Op
 from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.spec.layout import GRADIENT_GROUP, Layout, Placement
 from simsp.spec.precision import cast_bytes
@@ -93,7 +94,9 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
     g = Gemm(sb, m.padded_vocab(t) // t, m.hidden)
     cm = cost.compute
     gather = _tp_collective(w, cost, place, "all_gather", x) if seq > 1 else 0.0
-    fwd = cm.memory_bound(2 * x / seq, m.norm).seconds + gather + cm.gemm(g, FORWARD).seconds
+    norm = final_norm(m.norm, x / seq, w.training.knob("elementwise"))
+    fwd = cm.memory_bound(norm.fwd_bytes, m.norm, kernels=norm.fwd_kernels).seconds
+    fwd += gather + cm.gemm(g, FORWARD).seconds
     ce_fwd, ce_bwd = cross_entropy_s(w, cost, place, logits)
     fwd += ce_fwd
     (dg, dl), (wg, wl) = gemm_grad_shapes(g)
@@ -103,8 +106,14 @@ def output_s(w: Workload, cost: CostModel, place: Placement) -> tuple[float, flo
         if seq > 1
         else _tp_collective(w, cost, place, "all_reduce", x)
     )
-    bwd += cm.memory_bound(3 * x / seq, m.norm, backward=True).seconds
+    bwd += cm.memory_bound(norm.bwd_bytes, m.norm, True, norm.bwd_kernels).seconds
     return fwd, bwd
+
+
+def final_norm(kind: str, x_rank: float, elementwise: str) -> Op:
+    """The last stage's norm over one rank's [s, b, h] bytes, as the run's stack runs it."""
+    op = Op("final norm", kind, "output", fwd_bytes=2 * x_rank, bwd_bytes=3 * x_rank)
+    return elementwise_layer((op,), elementwise)[0]
 
 
 def cross_entropy_s(
@@ -113,7 +122,7 @@ def cross_entropy_s(
     """(forward, backward) of the cross-entropy over a rank's `logits`: its kernels' bytes at
     the hardware's measured rate for that implementation (MemoryBoundSpec.cross_entropy_gbps)
     or the element-wise curve, and forward's all-reduces and all-gather of per-token fp32."""
-    ce = CROSS_ENTROPY[w.training.cross_entropy]
+    ce = CROSS_ENTROPY[w.training.knob("cross_entropy")]
     token_floats = BYTES_FP32 * (w.model.seq_len // w.parallel.cp * w.training.micro_batch)
     kind = CROSS_ENTROPY_KIND + ce.name
     fwd = cost.compute.memory_bound(ce.forward_bytes * logits, kind).seconds
@@ -226,8 +235,8 @@ def fp8_weight_cast_s(w: Workload, cost: CostModel, stage: int) -> float:
     iteration (TE casts them in the first microbatch's forward, `is_first_microbatch`; priced
     here beside the step, as the same bytes on the same stream). Zero under BF16."""
     numerics = w.training.numerics
-    if not numerics.fp8:
-        return 0.0
+    if not (numerics.fp8 and numerics.fp8_recipe.caches_weights):
+        return 0.0  # torchao casts its weights in every call (model/blocks/fp8.py)
     layers = w.parallel.stage_layers(w.model.layers, stage)
     elements = layers * linear_params_per_rank(w.model, w.parallel)
     return cost.compute.memory_bound(cast_bytes(elements, numerics.fp8_recipe), "fp8_cast").seconds

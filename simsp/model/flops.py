@@ -16,6 +16,7 @@ internal recomputation in its backward is not counted, as no Megatron figure cou
 from functools import lru_cache
 
 from simsp.model import stack
+from simsp.model.blocks.checkpoint import rerun as rerun_op
 from simsp.model.layer import Gemm, build_layer
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -26,16 +27,19 @@ MODEL_FLOPS_FORMULA = (
 HARDWARE_FLOPS_FORMULA = (
     "model FLOPs + recompute (full: 1 forward; selective: paper Eq. 8 as printed)"
 )
-RECOMPUTE_PASSES = {"none": 0, "full": 1, "selective": 3}
+RECOMPUTE_PASSES = {"none": 0, "full": 1, "selective": 3, "op": 1}
 """Forward-equivalents counted for each re-run op (see the module docstring)."""
 
 
 @lru_cache(maxsize=4096)
 def _layer_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
     """(forward FLOPs of one layer, of its ops the recompute mode re-runs), one sequence."""
-    ops = build_layer(model, ParallelSpec(), 1)
+    ops = build_layer(model, ParallelSpec(recompute=recompute), 1)
     forward = sum(op.fwd_flops for op in ops)
-    rerun = forward if recompute == "full" else sum(op.fwd_flops for op in ops if op.selective)
+    if recompute == "op":  # per-op SAC: its re-run ops and GEMM shares (blocks/checkpoint.py)
+        rerun = sum(rerun_op(op).fwd_flops for op in ops if op.recompute == "op")
+    else:
+        rerun = forward if recompute == "full" else sum(op.fwd_flops for op in ops if op.selective)
     return forward, rerun if recompute != "none" else 0.0
 
 

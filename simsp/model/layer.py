@@ -18,7 +18,9 @@ embedding and output layer. A new layer kind is a new block function and one lin
 
 import dataclasses
 
+from simsp.model.blocks import checkpoint
 from simsp.model.blocks.attention import attention_ops
+from simsp.model.blocks.elementwise import elementwise_layer
 from simsp.model.blocks.ends import (
     embedding_saves,
     embedding_weights,
@@ -91,7 +93,10 @@ def build_layer(
     attention = mla_ops if model.mla else attention_ops
     mlp = moe_ops if model.experts else mlp_ops
     ops = (*attention(model, parallel, dm), *mlp(model, parallel, dm))
-    return fp8_layer(_attention_kernel(ops, numerics.attention_kernel), numerics, parallel)
+    ops = elementwise_layer(_attention_kernel(ops, numerics.attention_kernel), numerics.elementwise)
+    if parallel.recompute == "op":
+        ops = checkpoint.tagged(ops, model, dm)
+    return fp8_layer(ops, numerics, parallel)
 
 
 def _attention_kernel(ops: tuple[Op, ...], kernel: str) -> tuple[Op, ...]:

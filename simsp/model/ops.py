@@ -195,7 +195,7 @@ class Op:
     §5)."""
     recompute: str = ""
     """The other recompute module that re-runs it in backward (moe_act, layernorm,
-    mla_up_proj), if any (ParallelSpec.recompute_modules)."""
+    mla_up_proj), if any (ParallelSpec.recompute_modules); `op` where per-op SAC re-runs it."""
     fwd_comm: Collective | None = None
     bwd_comm: Collective | None = None
     overlaps_wgrad: bool = False
@@ -203,6 +203,14 @@ class Op:
     keeps_precision: bool = False
     """A GEMM that stays in 16 bits (or fp32) under FP8: a mixture of experts' router, a torch
     linear outside Transformer Engine."""
+    rerun_share: float = 1.0
+    """Under per-op SAC (recompute op), the share of a GEMM's output columns re-run in backward
+    (model/blocks/checkpoint.py)."""
+    fwd_kernels: int = 1
+    """Kernels the forward's bytes are moved by (a memory-bound op run as several eager torch
+    ops: model/blocks/elementwise.py); each is priced at its own size."""
+    bwd_kernels: int = 1
+    """Kernels the backward's bytes are moved by."""
 
     @property
     def fwd_flops(self) -> float:
@@ -257,7 +265,9 @@ class Dims:
 
 
 def reruns(op: "Op", parallel: ParallelSpec) -> bool:
-    """Whether the run's selective recompute re-runs this op in backward."""
+    """Whether the run's selective recompute (or per-op SAC) re-runs this op in backward."""
+    if parallel.recompute == "op":
+        return op.recompute == "op"
     return (op.selective and parallel.recomputes("core_attn")) or bool(
         op.recompute and parallel.recomputes(op.recompute)
     )

@@ -35,7 +35,7 @@ def describe(w: Workload, hw: HardwareSpec) -> str:
 
 def precision_note(t) -> str:
     """` fp8 (delayed)` for an FP8 run; nothing for the BF16 default."""
-    return f" {t.precision} ({t.fp8_recipe})" if t.precision == "fp8" else ""
+    return f" {t.precision} ({t.knob('fp8_recipe')})" if t.precision == "fp8" else ""
 
 
 def parallel_extras(p: ParallelSpec) -> str:
@@ -168,6 +168,8 @@ def run_summary(r: Result) -> str:
         f"{d['tokens_per_s']:,.0f} tokens/s",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
+        "  by kind (ms): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in d["per_layer_ms_by_kind"].items() if v >= 5e-3),
         f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
         + (f"EP comm {br['ep_comm_s']:.3f} s, " if "ep_comm_s" in br else "")
         + f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "

@@ -244,16 +244,21 @@ def _layer(model, layer_parallel, micro_batch, hw, place, numerics):
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _ends(model, layer_parallel, micro_batch, hw, place, cross_entropy):
-    w, cost = _canonical(model, layer_parallel, micro_batch, cross_entropy), cost_model(hw)
+def _ends(model, layer_parallel, micro_batch, hw, place, numerics):
+    w, cost = _canonical(model, layer_parallel, micro_batch, numerics), cost_model(hw)
     return (*st.embedding_s(w, cost, place), *st.output_s(w, cost, place), st.p2p_s(w, cost, place))
 
 
 def _canonical(
-    model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int, cross_entropy: str
+    model: ModelSpec, layer_parallel: ParallelSpec, micro_batch: int, numerics
 ) -> Workload:
     """A one-stage workload with just what a layer's and the end stages' costs depend on."""
-    training = TrainingSpec(micro_batch, micro_batch, cross_entropy=cross_entropy)
+    training = TrainingSpec(
+        micro_batch,
+        micro_batch,
+        cross_entropy=numerics.cross_entropy,
+        elementwise=numerics.elementwise,
+    )
     return Workload("canonical", model, training, layer_parallel)
 
 
@@ -270,7 +275,7 @@ def _layer_key(w: Workload, cost, lay) -> tuple:
 
 MEMOISED = Parts(
     layer=lambda w, cost, lay: _layer(*_layer_key(w, cost, lay)),
-    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay), w.training.cross_entropy),
+    ends=lambda w, cost, lay: _ends(*_memo_key(w, cost, lay), w.training.numerics),
 )
 """plan.stage_costs's pieces, memoised on the model, the layer's parallel settings, the micro
 batch, the hardware and the placement, and the layer's numerics or the end stages' loss kernel:

@@ -14,6 +14,7 @@ from functools import lru_cache
 from simsp.cost import fsdp
 from simsp.model import layer as L
 from simsp.model import stack
+from simsp.model.blocks import checkpoint
 from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.sim.schedule import (
     build,
@@ -90,6 +91,8 @@ def saved_tensors(
     """The tensors one layer keeps for backward under the run's recompute mode (paper §5)."""
     if parallel.recompute == "full":
         return (L.layer_input(model, micro_batch, parallel.cp),)
+    if parallel.recompute == "op":
+        return checkpoint.kept(model, L.Dims.of(model, parallel, micro_batch))
     saves = (s for op in L.build_layer(model, parallel, micro_batch, numerics) for s in op.saves)
     return tuple(s for s in saves if not L.dropped(s, parallel))
 
@@ -253,7 +256,7 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
-    emb, out = end_stage_bytes(model, par, b, w.training.cross_entropy)
+    emb, out = end_stage_bytes(model, par, b, w.training.knob("cross_entropy"))
     mixed = not stack.uniform(model)
     if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven or mixed:
         return _walk_peak(w, stage, emb, out)

@@ -270,7 +270,7 @@ def chunk_costs(
         return totals, exposed
 
     emb_f, emb_b, out_f, out_b = ends[:4]
-    emb_bytes, out_bytes = end_stage_bytes(w.model, par, b, w.training.cross_entropy)
+    emb_bytes, out_bytes = end_stage_bytes(w.model, par, b, w.training.knob("cross_entropy"))
     output = stage_output_bytes(w.model, par, b)
     sent = sends_output(par, last, placement)
     per_layer_for_w = weight_grad_bytes(w.model, par, b, w.training.numerics)

@@ -153,7 +153,7 @@ class Result:
             "hfu": self.hfu(),
             "mfu_fp8_peak": self.mfu_fp8_peak(),
             "precision": w.training.precision,
-            "fp8_recipe": w.training.fp8_recipe if w.training.precision == "fp8" else None,
+            "fp8_recipe": w.training.knob("fp8_recipe") if w.training.precision == "fp8" else None,
             "params": total_params(w.model),
             "model_flops": self.model_flops,
             "flops_formula": MODEL_FLOPS_FORMULA,
@@ -161,6 +161,7 @@ class Result:
             "tokens_per_s": w.training.global_batch * w.model.seq_len / self.iteration_time_s,
             "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
             "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
+            "per_layer_ms_by_kind": per_kind_ms(lt),
             "memory": self.memory.to_dict(),
             "breakdown": br,
             "gemm_sources": gemm_sources(lt),
@@ -170,6 +171,17 @@ class Result:
 
 GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")
 """Layer entries whose rate comes from a GEMM or attention table, the model or the roofline."""
+
+
+def per_kind_ms(lt) -> dict:
+    """Milliseconds of one layer's forward, recompute and backward by entry kind (gemm,
+    flash_attention, rmsnorm, rope, swiglu, fp8_cast, comm, host, ...), largest first: where a
+    stack's kernels differ, this says which."""
+    ms: dict[str, float] = {}
+    for e in lt.entries:
+        if e.phase in ("forward", "recompute", "backward"):
+            ms[e.kind] = ms.get(e.kind, 0.0) + e.seconds * 1e3
+    return dict(sorted(ms.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def gemm_sources(lt) -> dict:

@@ -66,13 +66,15 @@ class MemoryBoundSpec:
         """The measured rate of cross-entropy implementation `name` (model/blocks/loss.py), GB/s of
         its bytes; 0 means use the curve. Megatron's native fusion, with no rate of its own,
         takes the unfused kernels' (the same fp32 steps in fewer passes), as RMSNorm takes the
-        layer-norm rate."""
+        layer-norm rate; so does torch's F.cross_entropy over fp32 logits (torch_fp32: eager
+        fp32 kernels of the same kinds). Liger's kernel has no measured rate here: the curve."""
         rates = {
             "unfused": self.unfused_cross_entropy_gbps,
             "native": self.native_cross_entropy_gbps or self.unfused_cross_entropy_gbps,
             "te": self.te_cross_entropy_gbps,
+            "torch_fp32": self.unfused_cross_entropy_gbps,
         }
-        return rates[name]
+        return rates.get(name, 0.0)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from functools import cached_property, lru_cache
 from simsp.spec.hashed import HashedOnce
 from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
 
-RECOMPUTE_MODES = ("none", "selective", "full")
+RECOMPUTE_MODES = ("none", "selective", "full", "op")
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj")
 """Megatron-Core's output-discarding recompute modules simsp prices (--recompute-modules;
 transformer_config.py): core attention; a mixture of experts' activation; the norms before a
@@ -81,7 +81,9 @@ class ParallelSpec(HashedOnce):
     the projection and second MLP GEMMs pipelined over 4 chunks. Needs sequence_parallel (Megatron
     arguments.py)."""
     recompute: str = field(default="none", metadata={"choices": RECOMPUTE_MODES})
-    """Activation recomputation: none, selective (paper §5) or full (every layer)."""
+    """Activation recomputation: none, selective (paper §5), full (every layer) or op
+    (torchtitan's per-op selective checkpointing: every op but matrix multiplies and attention
+    re-run, and every second matrix multiply; model/blocks/checkpoint.py)."""
     recompute_modules: str = "core_attn"
     """With recompute selective, the modules re-run in backward, comma-separated
     (RECOMPUTE_MODULES; Megatron-Core --recompute-modules, default core_attn): each drops the

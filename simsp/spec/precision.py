@@ -56,6 +56,18 @@ class Recipe:
     reduces_amax_history: bool = False
     """Scales come from an amax history the ranks agree on: an all-reduce of the region's amaxes
     when each chunk's forward and backward ends (delayed scaling; cost/stage_time.py)."""
+    cast_bytes_per_element: float = 0.0
+    """HBM bytes of casting one BF16 activation element into both FP8 layouts, where the
+    recipe's kernels are not `cast_bytes`'s read-then-write (0: that formula)."""
+    weight_cast_bytes: float = 0.0
+    """HBM bytes per weight element of casting the weights every microbatch's forward and
+    backward (torchao casts in each Float8Linear call); 0 where the FP8 copies are cached for
+    the iteration (Transformer Engine)."""
+
+    @property
+    def caches_weights(self) -> bool:
+        """The FP8 weight copies live through the iteration (Transformer Engine's cache)."""
+        return not self.weight_cast_bytes
 
 
 RECIPES = {
@@ -63,10 +75,25 @@ RECIPES = {
     "current": Recipe("current", 0.0, True, False, False),
     "mxfp8": Recipe("mxfp8", 1 / 32, False, True, True),
     "blockwise": Recipe("blockwise", 4 / 128, False, False, True),
+    # torchao Float8Linear, dynamic scaling, as torchao's own roofline counts its kernels
+    # (pytorch/ao@36027d82 torchao/testing/training/roofline_utils.py
+    # get_tensor_memory_traffic_ovhd_s): tensorwise input / grad_output: amax read (2), one
+    # cast writing both layouts (2 + 1 + 1): 6 B; weight: amax (2), two casts (2 + 1 each): 8 B.
+    # Each Float8Linear casts its own input: no norm fusion.
+    "tensorwise": Recipe(
+        "tensorwise", 0.0, True, False, True, cast_bytes_per_element=6.0, weight_cast_bytes=8.0
+    ),
+    # rowwise: input / grad_output: kernel 1 writes the dim-0 copy and a BF16 transpose
+    # (2 + 1 + 2), kernel 2 casts the transpose (2 + 1): 8 B, a 4-byte scale a row (not
+    # counted); weight: 2 + 1, 2 x 2, 2 + 1: 10 B (ibid.).
+    "rowwise": Recipe(
+        "rowwise", 0.0, False, False, True, cast_bytes_per_element=8.0, weight_cast_bytes=10.0
+    ),
 }
 FP8_RECIPES = tuple(RECIPES)
 """Transformer Engine's recipes: DelayedScaling, Float8CurrentScaling, MXFP8BlockScaling,
-Float8BlockScaling (transformer_engine/common/recipe)."""
+Float8BlockScaling (transformer_engine/common/recipe); torchao's Float8Linear tensorwise and
+rowwise (torchao/float8/config.py Float8LinearRecipeName)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,10 @@ class Numerics:
     """A kernel of the hardware's flash_attention table; empty: the hardware file's own."""
     fp8_param_gather: bool = False
     """FP8 primary weights (Megatron --fp8-param-gather, TE fp8_model_init): no BF16 copy."""
+    elementwise: str = "fused"
+    """How the layer's memory-bound ops run: fused, eager or compiled (spec/stack.py)."""
+    cross_entropy: str = "unfused"
+    """The loss kernels (model/blocks/loss.py)."""
 
     @property
     def fp8(self) -> bool:
@@ -93,7 +124,7 @@ class Numerics:
         """Bytes a linear weight's parameter keeps beside its BF16 copy: FP8 row-wise and
         transposed copies with their scales under FP8, none under BF16. With FP8 primary
         weights the row-wise copy is the parameter and the BF16 one is gone."""
-        if not self.fp8:
+        if not self.fp8 or not self.fp8_recipe.caches_weights:
             return 0.0
         copies = 2 * (BYTES_FP8 + self.fp8_recipe.scale_bytes)
         return copies - BYTES_16BIT if self.fp8_param_gather else copies
@@ -154,6 +185,8 @@ def saved_fp8_bytes(bf16_bytes: float, recipe: Recipe) -> float:
 def cast_bytes(elements: float, recipe: Recipe) -> float:
     """HBM bytes of quantizing a BF16 tensor into its row-wise and column-wise FP8 copies: read
     2 bytes an element (twice with an amax pass), write two 1-byte copies and their scales."""
+    if recipe.cast_bytes_per_element:
+        return recipe.cast_bytes_per_element * elements
     reads = BYTES_16BIT * elements * (2 if recipe.amax_pass else 1)
     return reads + 2 * elements * (BYTES_FP8 + recipe.scale_bytes)
 

@@ -28,6 +28,7 @@ from simsp.spec.parallel import (
 from simsp.spec.pipeline_layout import parse as parse_layout
 from simsp.spec.precision import FP8_RECIPES, PRECISIONS
 from simsp.spec.schedules import REGISTRY
+from simsp.spec.stack import ELEMENTWISE, FSDP_IMPLS, STACK_NAMES
 from simsp.spec.workload import CROSS_ENTROPIES, Workload
 
 KERNEL_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
@@ -45,6 +46,13 @@ def _rules(w: Workload):
         f"must be one of {', '.join(RECOMPUTE_MODES)}",
     )
     yield (
+        "parallel.recompute",
+        p.recompute,
+        p.recompute != "op" or not (m.experts or m.mla),
+        "op (torchtitan's per-op checkpointing) is modelled for dense layers without latent "
+        "attention only",
+    )
+    yield (
         "parallel.schedule",
         p.schedule,
         p.schedule in SCHEDULES,
@@ -58,11 +66,23 @@ def _rules(w: Workload):
         f"must be one of {', '.join(PRECISIONS)}",
     )
     yield (
-        "training.fp8_recipe",
-        t.fp8_recipe,
-        t.fp8_recipe in FP8_RECIPES,
-        f"must be one of {', '.join(FP8_RECIPES)}",
+        "training.stack",
+        t.stack,
+        t.stack in STACK_NAMES,
+        f"must be one of {', '.join(STACK_NAMES)}",
     )
+    for key, names in (
+        ("fp8_recipe", FP8_RECIPES),
+        ("elementwise", ELEMENTWISE),
+        ("fsdp_impl", FSDP_IMPLS),
+    ):
+        value = getattr(t, key)
+        yield (
+            f"training.{key}",
+            value,
+            not value or value in names,
+            f"must be one of {', '.join(names)}, or empty for the stack's",
+        )
     yield (
         "training.fp8_param_gather",
         t.fp8_param_gather,
@@ -72,8 +92,8 @@ def _rules(w: Workload):
     yield (
         "training.cross_entropy",
         t.cross_entropy,
-        t.cross_entropy in CROSS_ENTROPIES,
-        f"must be one of {', '.join(CROSS_ENTROPIES)}",
+        not t.cross_entropy or t.cross_entropy in CROSS_ENTROPIES,
+        f"must be one of {', '.join(CROSS_ENTROPIES)}, or empty for the stack's",
     )
     yield (
         "training.attention_kernel",

@@ -1,6 +1,6 @@
 """One training run: model, batch and parallel plan (the rules binding them: spec/rules.py)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 from simsp.spec.model import (
@@ -8,8 +8,9 @@ from simsp.spec.model import (
 )
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.precision import FP8_RECIPES, PRECISIONS, Numerics
+from simsp.spec.stack import ELEMENTWISE, FSDP_IMPLS, STACK_KNOBS, STACK_NAMES, resolved
 
-CROSS_ENTROPIES = ("unfused", "native", "te")
+CROSS_ENTROPIES = ("unfused", "native", "te", "torch_fp32", "liger")
 """The loss kernels a run may name (model/blocks/loss.py prices each; a test holds the two
 lists equal)."""
 
@@ -25,10 +26,11 @@ class TrainingSpec:
     precision: str = field(default="bf16", metadata={"choices": PRECISIONS})
     """Linear-layer GEMM precision: bf16, or fp8 as Transformer Engine runs it (spec/precision.py);
     attention, norms and the output layer stay 16-bit."""
-    fp8_recipe: str = field(default="delayed", metadata={"choices": FP8_RECIPES})
-    """Transformer Engine's FP8 scaling recipe under precision fp8: delayed, current (per-tensor
-    current scaling), mxfp8 (Blackwell's 32-element blocks) or blockwise (1x128 / 128x128
-    blocks)."""
+    fp8_recipe: str = field(default="", metadata={"choices": FP8_RECIPES})
+    """The FP8 scaling recipe under precision fp8, empty for the stack's: Transformer Engine's
+    delayed, current (per-tensor current scaling), mxfp8 (Blackwell's 32-element blocks) or
+    blockwise (1x128 / 128x128 blocks), or torchao Float8Linear's tensorwise or rowwise
+    dynamic scaling."""
 
     attention_kernel: str = ""
     """Fused-attention kernel the framework runs, a `kernel` of the hardware's flash_attention
@@ -40,16 +42,49 @@ class TrainingSpec:
     the linear weights live in FP8, without their BF16 copy, and the distributed optimizer
     all-gathers them in FP8; needs precision fp8."""
 
-    cross_entropy: str = field(default="unfused", metadata={"choices": CROSS_ENTROPIES})
-    """The loss kernel over the vocabulary shard (simsp/model/blocks/loss.py): unfused (Megatron's
-    default, one torch op a step), native (--cross-entropy-loss-fusion) or te
-    (--cross-entropy-fusion-impl te, Transformer Engine's Triton kernel)."""
+    cross_entropy: str = field(default="", metadata={"choices": CROSS_ENTROPIES})
+    """The loss kernel over the vocabulary shard, empty for the stack's
+    (simsp/model/blocks/loss.py): unfused (Megatron's default, one torch op a step), native
+    (--cross-entropy-loss-fusion), te (--cross-entropy-fusion-impl te, Transformer Engine's
+    Triton kernel), torch_fp32 (F.cross_entropy over an fp32 copy of the logits, as torchtitan
+    and Hugging Face run it) or liger (Liger-Kernel's fused linear cross-entropy)."""
+
+    stack: str = field(default="megatron", metadata={"choices": STACK_NAMES})
+    """The software stack that runs the model (spec/stack.py): megatron (Megatron-Core with
+    Transformer Engine), torchtitan (FSDP2, torch ops or torch.compile, SDPA, torchao float8),
+    fsdp (Hugging Face models under accelerate's FSDP) or composer (llm-foundry); it presets
+    the knobs below that are left empty."""
+    elementwise: str = field(default="", metadata={"choices": ELEMENTWISE})
+    """How norms, rotary embedding, activation and residual adds run, empty for the stack's:
+    fused (TE / Apex / Megatron fusions), eager (one kernel per torch op) or compiled
+    (torch.compile's Inductor fusions) (model/blocks/elementwise.py)."""
+    fsdp_impl: str = field(default="", metadata={"choices": FSDP_IMPLS})
+    """With parallel.fsdp, its implementation, empty for the stack's: fsdp2 (PyTorch's
+    per-parameter sharding; the all-gather output is copied into each parameter), fsdp1
+    (PyTorch's flat parameter, viewed in place) or megatron_fsdp (Megatron-Core's buffers,
+    viewed in place)."""
+
+    def knob(self, name: str) -> str:
+        """A stack knob (spec/stack.py STACK_KNOBS) as the run uses it: its own value, else its
+        stack's."""
+        return resolved(self.stack, name, getattr(self, name))
+
+    def as_run(self) -> dict:
+        """Every setting as the run uses it, the stack's presets filled in."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update({k: self.knob(k) for k in STACK_KNOBS})
+        return out
 
     @cached_property
     def numerics(self) -> Numerics:
         """The precision and kernels as the layer and memory models read them."""
         return Numerics(
-            self.precision, self.fp8_recipe, self.attention_kernel, self.fp8_param_gather
+            self.precision,
+            self.knob("fp8_recipe"),
+            self.knob("attention_kernel"),
+            self.fp8_param_gather,
+            self.knob("elementwise"),
+            self.knob("cross_entropy"),
         )
 
 

@@ -16,6 +16,10 @@ from simsp.spec.precision import (
 )
 from simsp.units import BYTES_16BIT, BYTES_FP32
 
+WEIGHT_SECOND_CAST = BYTES_16BIT + BYTES_FP8
+"""Bytes per weight element of the cast a torchao Float8Linear's backward runs for the weight's
+second layout (read BF16, write FP8); the rest of its weight casts run in forward."""
+
 
 def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -> tuple[Op, ...]:
     """The layer's ops as an FP8 run has them (unchanged under BF16)."""
@@ -81,6 +85,10 @@ def fp8_linear(op: Op, recipe: Recipe, stored_input_bytes: float) -> Op:
     bwd = cast_bytes(op.gemm.m * op.gemm.n * op.gemm.batch, recipe)
     if fused and not recipe.both_layouts:
         bwd += transpose_bytes(elements)
+    if recipe.weight_cast_bytes:  # torchao: the weight cast again each call, its second
+        weights = op.gemm.n * op.gemm.k * op.gemm.batch  # layout (2 + 1) in backward
+        fwd += (recipe.weight_cast_bytes - WEIGHT_SECOND_CAST) * weights
+        bwd += WEIGHT_SECOND_CAST * weights
     saves = tuple(dataclasses.replace(s, bytes=saved_fp8_bytes(s.bytes, recipe)) for s in op.saves)
     return dataclasses.replace(
         op,

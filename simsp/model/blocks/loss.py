@@ -81,5 +81,41 @@ TransformerEngine v2.6 pytorch/triton/cross_entropy.py): each rank's max, sum of
 and target logit (3 fp32 a token) are all-gathered; forward leaves the gradient in the logits'
 own bf16 buffer, which is what backward keeps."""
 
-CROSS_ENTROPY = {c.name: c for c in (UNFUSED, NATIVE, TE)}
+TORCH_FP32 = CrossEntropy(
+    "torch_fp32",
+    # pred.float() (2 + 4); log_softmax (read 4, write 4); nll_loss reads one logit a token
+    forward_bytes=14.0,
+    # nll_loss_backward writes a dense fp32 gradient (4); log_softmax_backward reads it and the
+    # saved output, writes the input gradient (4 + 4 + 4); back to bf16 (4 + 2)
+    backward_bytes=22.0,
+    saved_bytes=BYTES_FP32,
+    saved="fp32 log-softmax",
+    all_reduce_floats=(1, 1, 1),
+    all_gather_floats=0,
+)
+"""torch.nn.functional.cross_entropy over an fp32 copy of the logits, each step an eager ATen
+kernel: torchtitan (pytorch/torchtitan@b5bcd76 torchtitan/components/loss.py
+`cross_entropy_loss`: F.cross_entropy(pred.flatten(0, 1).float(), ...)) and Hugging Face's
+ForCausalLMLoss (logits.float()). Under TP, DTensor's loss_parallel reduces the max, the sum
+and the target's logit over the vocabulary shards, as Megatron does
+(torch/distributed/tensor/parallel/loss.py)."""
+
+LIGER = CrossEntropy(
+    "liger",
+    # LigerFusedLinearCrossEntropy: per chunk of tokens, write the bf16 logits (2), read them
+    # for max and sum (2), write the gradient over them (2); backward only scales the gradients
+    # it already computed
+    forward_bytes=6.0,
+    backward_bytes=0.0,
+    saved_bytes=0.0,
+    saved="no logits (fused linear cross-entropy)",
+    all_reduce_floats=(),
+    all_gather_floats=0,
+)
+"""Liger-Kernel's fused linear cross-entropy (linkedin/Liger-Kernel src/liger_kernel/ops/
+fused_linear_cross_entropy.py): the output layer's GEMM and the loss over chunks of tokens,
+the logits' and the input's gradients computed in forward, so no logits are kept; one GPU's
+vocabulary (no TP sharding of the loss)."""
+
+CROSS_ENTROPY = {c.name: c for c in (UNFUSED, NATIVE, TE, TORCH_FP32, LIGER)}
 CROSS_ENTROPIES = tuple(CROSS_ENTROPY)
