@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from simsp.errors import InputError
+from simsp.model.blocks.elementwise import EAGER
 from simsp.model.layer import Attention, Gemm
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.precision import BYTES_FP8, fp8_gemm_layout
@@ -311,6 +312,11 @@ class ComputeModel:
         kernels of equal share, each on the curve at its own size (the measured rates are of
         fused kernels)."""
         if kernels > 1:
+            measured = self.hw.memory_bound.eager_gbps(kind, backward)
+            if measured:  # the eager ops of a kind, timed together against the fused bytes
+                e = EAGER[kind]
+                fused = nbytes / (e.bwd_factor if backward else e.fwd_factor)
+                return Timed(max(fused / (measured * GB), kernels * self.launch_s), "eager")
             one = self.memory_bound(nbytes / kernels)
             return Timed(one.seconds * kernels, one.source)
         measured = self._measured_gbps(kind, backward)

@@ -61,6 +61,24 @@ class MemoryBoundSpec:
     """The same for Megatron's fused (native) cross-entropy; 0 means use the curve."""
     te_cross_entropy_gbps: float = 0.0
     """The same for Transformer Engine's Triton cross-entropy; 0 means use the curve."""
+    eager_rmsnorm_fwd_gbps: float = 0.0
+    """Measured rate of an RMSNorm run as eager torch ops (fp32 upcast), GB/s of the bytes the
+    fused kernel moves (model/blocks/elementwise.py); 0 means count its ops' bytes on the
+    curve."""
+    eager_rmsnorm_bwd_gbps: float = 0.0
+    """The same for its backward."""
+    eager_rope_fwd_gbps: float = 0.0
+    """The same for complex-form rotary embedding (torchtitan's, Llama-4's) as eager ops."""
+    eager_rope_bwd_gbps: float = 0.0
+    """The same for its backward."""
+    eager_swiglu_fwd_gbps: float = 0.0
+    """The same for F.silu(a) * b as eager ops."""
+    eager_swiglu_bwd_gbps: float = 0.0
+    """The same for its backward."""
+
+    def eager_gbps(self, kind: str, backward: bool) -> float:
+        """The measured eager rate of an op kind, GB/s of its fused bytes; 0 if none."""
+        return getattr(self, f"eager_{kind}_{'bwd' if backward else 'fwd'}_gbps", 0.0)
 
     def cross_entropy_gbps(self, name: str) -> float:
         """The measured rate of cross-entropy implementation `name` (model/blocks/loss.py), GB/s of

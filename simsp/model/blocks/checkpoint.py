@@ -21,9 +21,10 @@ from simsp.model.ops import SP, TP, Dims, Op, Saved
 from simsp.spec.model import ModelSpec
 from simsp.units import BYTES_16BIT, BYTES_FP32
 
-NOT_RERUN = ("comm", "amax", "flash_attention", "attention_gemm", "residual_grad")
-"""Op kinds the policy keeps: collectives (reduce-scatters on the save list; the others are
-TP's, priced once), attention (its SDPA output is saved) and backward-only work."""
+NOT_RERUN = ("amax", "flash_attention", "attention_gemm", "residual_grad")
+"""Op kinds the policy keeps: attention (its SDPA output is saved) and backward-only work.
+Of the collectives only reduce-scatters are on the save list: a forward all-gather (sequence
+parallelism's at a TP region's entry) is re-run (`_rerun_collective`)."""
 
 
 def _share(op: Op, model: ModelSpec, dm: Dims) -> float:
@@ -43,9 +44,20 @@ def tagged(ops: tuple[Op, ...], model: ModelSpec, dm: Dims) -> tuple[Op, ...]:
     the share of its columns, `rerun_share`)."""
     out = []
     for op in ops:
-        share = 0.0 if op.kind in NOT_RERUN else _share(op, model, dm) if op.gemm else 1.0
+        if op.kind == "comm":
+            share = 1.0 if _rerun_collective(op) else 0.0
+        elif op.kind in NOT_RERUN:
+            share = 0.0
+        else:
+            share = _share(op, model, dm) if op.gemm else 1.0
         out.append(dataclasses.replace(op, recompute="op", rerun_share=share) if share else op)
     return tuple(out)
+
+
+def _rerun_collective(op: Op) -> bool:
+    """A collective whose forward the policy re-runs: an all-gather (funcol
+    all_gather_into_tensor is not on the save list; reduce_scatter_tensor is)."""
+    return op.fwd_comm is not None and op.fwd_comm.op == "all_gather"
 
 
 def rerun(op: Op) -> Op:
