@@ -255,6 +255,7 @@ def test_subset_runs_and_prints_its_figures(subset_run):
         "fp8-pairs": 20,
         "simumax-b200": 31,
         "moe": len(V.build_cases(("moe",))[0]),
+        "torch-native": len(V.build_cases(("torch-native",))[0]),
     }
     assert all(math.isfinite(r.predicted_s) and r.predicted_s > 0 for r in v.results)
     # the paper sets reproduce test_validation_paper's figures (they are asserted there)

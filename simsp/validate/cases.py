@@ -19,6 +19,8 @@ from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
 from simsp.validate.published import MOE_SET, PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
 from simsp.validate.simumax import simumax_cases, simumax_moe_cases
+from simsp.validate.torch_native import SET as TORCH_NATIVE_SET
+from simsp.validate.torch_native import torch_native_cases
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
@@ -33,6 +35,7 @@ SETS = (
     PAIRS_SET,
     SIMUMAX_SET,
     MOE_SET,
+    TORCH_NATIVE_SET,
 )
 
 VTRAIN_VOCAB = 51200
@@ -65,15 +68,20 @@ REFERENCES = {
         "measured (mixture-of-experts runs: Megatron-Bridge 25.09-26.04 tables, dgxc-benchmarking "
         "Grok-1, NeMo 25.02 Mixtral)"
     ),
+    TORCH_NATIVE_SET: (
+        "measured (PyTorch-native runs: torchtitan benchmarks on A100, H100, H200; NeMo AutoModel "
+        "FSDP2 on H100)"
+    ),
 }
 """What each set's reference times are: a measurement, or another simulator's answer."""
 GAP_REPORTED = 0.30
 """A case missed by more than this (|error|) is listed with its written reason."""
 PEER_SETS = ("vtrain-single",)
 """Sets whose reference is a peer simulator's prediction, not a measurement."""
-APART_SETS = (MOE_SET,)
+APART_SETS = (MOE_SET, TORCH_NATIVE_SET)
 """Measured sets kept out of the per-GPU accuracy line of `simsp run` (validate/accuracy.py):
-their runs are not like the dense runs that line speaks for."""
+their runs are not like the dense runs that line speaks for (mixtures of experts; runs on
+PyTorch-native stacks rather than Megatron-Core)."""
 
 
 def _variant(w: Workload, recompute: str, sp: bool) -> Workload:
@@ -224,6 +232,10 @@ def build_cases(sets=SETS, data_dir=DATA_DIR) -> tuple[list[Case], list[Skipped]
         elif name == MOE_SET:  # the published MoE runs and SimuMax's measured MoE runs
             c, s = published_cases(name, data_dir)
             cases += c + simumax_moe_cases(data_dir, MOE_SET)
+            skipped += s
+        elif name == TORCH_NATIVE_SET:
+            c, s = torch_native_cases(data_dir)
+            cases += c
             skipped += s
         elif name == PAIRS_SET:
             c, s = pair_cases(data_dir)

@@ -22,8 +22,10 @@ COLOURS = (
     "#17becf",
     "#bcbd22",
     "#7f7f7f",
+    "#393b79",
 )
-"""plotly's ten qualitative colours: one a set, distinct while there are ten sets or fewer."""
+"""plotly's ten qualitative colours and d3's category20b first: one a set, distinct while there
+are eleven sets or fewer."""
 
 
 def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:
