@@ -68,7 +68,7 @@ def test_megatron_is_todays_behaviour():
 def test_a_knob_set_by_the_run_wins_over_its_stack():
     t = TrainingSpec(8, 1, stack="torchtitan", elementwise="compiled", cross_entropy="te")
     assert t.knob("elementwise") == "compiled" and t.knob("cross_entropy") == "te"
-    assert t.knob("fp8_recipe") == "tensorwise"  # left empty: the stack's
+    assert t.knob("fp8_recipe") == STACKS["torchtitan"].fp8_recipe.value  # empty: the stack's
     assert t.as_run()["fsdp_impl"] == "fsdp2"
 
 
@@ -137,7 +137,7 @@ def test_torchao_tensorwise_casts_six_bytes_an_element_and_its_weights_each_call
     """torchao's roofline counts: 6 bytes an input element (amax read, one cast writing both
     layouts), no norm fusion; the weight cast in each call (8 bytes an element), nothing
     cached for the iteration."""
-    w = _with(llama, {"precision": "fp8", "stack": "torchtitan"}, cp=1)
+    w = _with(llama, {"precision": "fp8", "stack": "torchtitan", "fp8_recipe": "tensorwise"}, cp=1)
     num = w.training.numerics
     ops = build_layer(w.model, w.parallel, 1, num)
     qkv = next(op for op in ops if op.name == "qkv")
@@ -212,3 +212,22 @@ def test_dims_of_the_kept_set_follow_tp(llama):
     total = sum(stored_bytes(s, w.parallel) for s in kept)
     one = activation_per_layer_bytes(w.model, _with(w, tp=1, sequence_parallel=False).parallel, 1)
     assert total == pytest.approx(one / 2)
+
+
+def test_torch_loss_working_set_counts_once_on_the_last_stage(llama):
+    """F.cross_entropy(pred.float()) holds two more fp32 tensors of the logits for a moment (the
+    copy, then the gradients): 8 bytes a logit on the last stage's peak, once; Megatron's
+    in-place kernels hold nothing beyond what they keep."""
+    from simsp.sim.memory import end_stage_bytes, stage_activation_bytes
+
+    w = _with(llama, cp=1)
+    m, b = w.model, w.training.micro_batch
+    logits = m.seq_len * b * m.padded_vocab(1)
+    torch_w = _with(w, {"cross_entropy": "torch_fp32"})
+    kept = (
+        end_stage_bytes(m, w.parallel, b, "torch_fp32")[1]
+        - end_stage_bytes(m, w.parallel, b, "unfused")[1]
+    )
+    assert kept == 0  # both keep an fp32 tensor of the logits
+    diff = stage_activation_bytes(torch_w, 0) - stage_activation_bytes(w, 0)
+    assert diff == 8 * logits

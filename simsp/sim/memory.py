@@ -15,6 +15,7 @@ from simsp.cost import fsdp
 from simsp.model import layer as L
 from simsp.model import stack
 from simsp.model.blocks import checkpoint
+from simsp.model.blocks.loss import CROSS_ENTROPY
 from simsp.model.params import linear_params_per_rank, stage_expert_params, stage_params
 from simsp.sim.schedule import (
     build,
@@ -253,7 +254,19 @@ def interleaved_counts(p: int, m: int, v: int, stage: int) -> tuple[tuple[int, i
 
 def stage_activation_bytes(w: Workload, stage: int) -> float:
     """Activation peak of one stage: in-flight chunk-microbatches x their layers, plus the
-    end-stage extras (where interleaving puts end chunks beside others, from the schedule walk)."""
+    end-stage extras (where interleaving puts end chunks beside others, from the schedule walk);
+    on the last stage, the loss's working set beyond what it keeps, once."""
+    held = _held_activation_bytes(w, stage)
+    if stage != w.parallel.pp - 1:
+        return held
+    ce = CROSS_ENTROPY[w.training.knob("cross_entropy")]
+    m, b, par = w.model, w.training.micro_batch, w.parallel
+    logits = m.seq_len // par.cp * b * m.padded_vocab(par.tp) / par.tp
+    return held + ce.working_bytes * logits
+
+
+def _held_activation_bytes(w: Workload, stage: int) -> float:
+    """stage_activation_bytes without the loss's working set."""
     model, par, b = w.model, w.parallel, w.training.micro_batch
     p, v = par.pp, par.chunks
     emb, out = end_stage_bytes(model, par, b, w.training.knob("cross_entropy"))

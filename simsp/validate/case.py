@@ -33,8 +33,11 @@ class Case:
     """The framework release that ran the measurement, where the source names it (published
     sets: the recipe's key, e.g. `NeMo 25.02`; fp8-pairs: the NeMo release)."""
     measured_peak_bytes: float = 0.0
-    """The run's measured HBM peak, the largest `torch.cuda.max_memory_allocated()` over its
-    ranks (simumax-b200); 0 where the source measured none."""
+    """The run's measured HBM peak, the largest over its ranks of `measured_peak_kind`
+    (simumax-b200, torch-native); 0 where the source measured none."""
+    measured_peak_kind: str = "max_memory_allocated"
+    """What the measured peak counts: torch.cuda's max_memory_allocated (tensors) or
+    max_memory_reserved (the caching allocator's segments, torchtitan's logged `memory`)."""
     peer_s: float = 0.0
     """Another simulator's answer for the same run, where its authors published one beside the
     measurement (simumax-b200: SimuMax's own); 0 where none."""

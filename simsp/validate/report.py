@@ -144,7 +144,7 @@ def _memory_lines(name: str, rs: list, entry: dict) -> list[str]:
     if "memory" in entry:
         m = entry["memory"]
         lines.append(
-            f"  {name}: HBM peak against the measured max_memory_allocated of {m['n']} runs: "
+            f"  {name}: HBM peak against the measured {m['measured']} of {m['n']} runs: "
             f"MAPE {m['mape']:.1%}, bias {m['bias']:+.1%}, max |err| {m['max_abs_error']:.1%}"
         )
     return lines

@@ -30,8 +30,11 @@ def summarize(
             entry.update({f"naive_{k}": m[k] for k in ("mape", "max_abs_error", "bias")})
         entry["over_hbm"] = over_hbm(rs)
         memory = [r.memory_error for r in rs if r.memory_error is not None]
-        if memory:  # the memory model against measured HBM peaks (max_memory_allocated)
+        if memory:  # the memory model against measured HBM peaks
             entry["memory"] = metrics(memory)
+            entry["memory"]["measured"] = next(
+                r.case.measured_peak_kind for r in rs if r.memory_error is not None
+            )
         paired = [r for r in rs if r.peer_error is not None]
         if paired:  # the published peer simulator's errors on the same cases, for comparison
             entry["peer"] = metrics([r.peer_error for r in paired])

@@ -68,6 +68,7 @@ Cases past 30% carry their suspected reason (KNOWN_GAPS): hypotheses, none of th
 from pathlib import Path
 
 from simsp.errors import InputError
+from simsp.units import GIB
 from simsp.validate.published_runs import _cell
 
 SET = "torch-native"
@@ -80,6 +81,7 @@ EXTRA_COLUMNS = (
     "parallel.torch_compile",
     "parallel.async_tp",
     "parallel.fsdp_float8_all_gather",
+    "measured.peak_memory_gib",
 )
 """runs.yaml keys beyond published_runs.COLUMNS that these runs use."""
 
@@ -502,6 +504,10 @@ def torch_native_case(row: dict, stack: bool = True, hardware: dict | None = Non
         baseline_s=naive_baseline_s(w, spec.gpu.peak_tflops),
         notes="; ".join(notes),
         known_gap=KNOWN_GAPS.get(row["id"], ""),
+        measured_peak_bytes=float(row["measured.peak_memory_gib"] or 0) * GIB,
+        # torchtitan logs the caching allocator's peak reserved memory, in GiB
+        # (torchtitan/tools/metrics.py DeviceMemoryMonitor.get_peak_stats max_reserved_gib)
+        measured_peak_kind="max_memory_reserved",
         framework="NeMo AutoModel" if is_automodel(row) else "torchtitan",
     )
 

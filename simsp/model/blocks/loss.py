@@ -24,6 +24,10 @@ class CrossEntropy:
     """Its forward's all-reduces over the TP group, each as the fp32 values a token it sums."""
     all_gather_floats: int
     """fp32 values a token each TP rank all-gathers in forward (0: no all-gather)."""
+    working_bytes: float = 0.0
+    """Bytes per logit the loss holds for a moment beyond what it keeps (its largest working set
+    less `saved_bytes`), counted once on the last stage's peak; 0 where not counted (Megatron's
+    and TE's kernels work in place on the logits' buffer)."""
 
 
 UNFUSED = CrossEntropy(
@@ -92,6 +96,10 @@ TORCH_FP32 = CrossEntropy(
     saved="fp32 log-softmax",
     all_reduce_floats=(1, 1, 1),
     all_gather_floats=0,
+    # forward: the bf16 logits (2, held by the train step until the loss returns) and their
+    # fp32 copy (4) beside the log-softmax; backward: nll_loss's dense fp32 gradient (4) and
+    # log_softmax_backward's fp32 output (4) beside the saved log-softmax: the larger, 8
+    working_bytes=2 * BYTES_FP32,
 )
 """torch.nn.functional.cross_entropy over an fp32 copy of the logits, each step an eager ATen
 kernel: torchtitan (pytorch/torchtitan@b5bcd76 torchtitan/components/loss.py
