@@ -22,7 +22,13 @@ from simsp.present.accuracy import (
     read_accuracy,
 )
 from simsp.present.report import result_json, run_summary
-from simsp.validate.accuracy import MEASURED_SETS, accuracy_document, measured_iterations, quantile
+from simsp.validate.accuracy import (
+    MEASURED_SETS,
+    STACK_SETS,
+    accuracy_document,
+    measured_iterations,
+    quantile,
+)
 from simsp.validate.cases import project_path
 from simsp.validate.runner import run_validation
 
@@ -159,7 +165,7 @@ def _llama_8b():
 def test_run_reports_its_own_files_accuracy():
     w, hw = _llama_8b(), load_hardware(project_path("hardware/dgx-h100.yaml"))
     r = run(w, hw)
-    files, _ = read_accuracy()
+    files = read_accuracy()[0]
     want = files[("dgx-h100", w.training.precision)]
     assert result_json(r)["accuracy"] == want.to_dict()
     assert run_summary(r).splitlines()[-1] == want.line()
@@ -232,7 +238,7 @@ def test_validate_refuses_an_accuracy_path_that_is_not_json(tmp_path):
 
 def test_the_readme_shows_the_committed_figures():
     readme = project_path("README.md").read_text()
-    files, _ = read_accuracy()
+    files = read_accuracy()[0]
     for a in files.values():
         row = (
             f"| `{a.scope}` {a.precision} | {a.n} | {a.mape:.1%} | {a.bias:+.1%} | "
@@ -279,8 +285,27 @@ def test_compare_says_it_once_a_machine():
 def test_the_line_names_sets_in_the_validations_order():
     """present.accuracy reads the document without importing validate: the order of the measured
     sets comes from the document, which the validation writes."""
-    files, _ = read_accuracy()
+    files = read_accuracy()[0]
     for a in files.values():
         names = [name for name, _ in a.sets]
         assert names == [s for s in MEASURED_SETS if s in names]
-    assert json.loads(ACCURACY_FILE.read_text())["measured_sets"] == list(MEASURED_SETS)
+    assert json.loads(ACCURACY_FILE.read_text())["measured_sets"] == list(
+        MEASURED_SETS + STACK_SETS
+    )
+
+
+def test_a_run_on_another_stack_reads_its_stacks_figures(capsys):
+    """`--stack torchtitan` ends with the torchtitan runs' accuracy, whatever the hardware; a
+    stack with no measured run says so."""
+    from simsp.cli.main import main
+    from tests.conftest import ROOT
+
+    w = str(ROOT / "workloads" / "llama-3.1-8b.yaml")
+    stacks = read_accuracy()[2]
+    assert main(["run", w, "--hardware", "dgx-h100", "--stack", "torchtitan"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == stacks[("torchtitan", "bf16")].line(stack=True)
+    assert "torchtitan stack" in last
+    assert main(["run", w, "--hardware", "dgx-h100", "--stack", "composer"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "not validated: simsp has no measured bf16 run on the composer stack"

@@ -90,8 +90,9 @@ def accuracy_lines(results) -> list[str]:
 
     seen, lines = set(), []
     for r in results:
-        found = accuracy_of(r.hardware, r.workload.training.precision)
-        key = found or accuracy_line(r.hardware, r.workload.training.precision)
+        t = r.workload.training
+        found = accuracy_of(r.hardware, t.precision, stack=t.stack)
+        key = found or accuracy_line(r.hardware, t.precision, stack=t.stack)
         if key not in seen:
             seen.add(key)
             lines.append(found.line() if found else key)

@@ -73,7 +73,7 @@ def _closed_form(w, hw, args) -> None:
                     "fits": e.fits,
                     "peak_bytes": e.peak_bytes,
                 },
-                "accuracy": accuracy_dict(hw, w.training.precision),
+                "accuracy": accuracy_dict(hw, w.training.precision, w.training.stack),
                 "configuration": configuration(w, hw, args),
             }
         )
@@ -82,7 +82,8 @@ def _closed_form(w, hw, args) -> None:
         f"{note}\n{describe(w, hw)}\niteration {e.iteration_time_s:.3f} s   MFU {e.mfu:.1%}   "
         f"HFU {e.hfu:.1%}   {e.tokens_per_s:,.0f} tokens/s\nmemory peak "
         f"{e.peak_bytes / 2**30:.2f} GiB of {e.capacity_bytes / 2**30:.0f} GiB: "
-        f"{'fits' if e.fits else 'DOES NOT FIT'}\n" + accuracy_line(hw, w.training.precision)
+        f"{'fits' if e.fits else 'DOES NOT FIT'}\n"
+        + accuracy_line(hw, w.training.precision, stack=w.training.stack)
     )
 
 

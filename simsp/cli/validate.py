@@ -6,7 +6,7 @@ import sys
 
 from simsp.present.accuracy import ACCURACY_FILE
 from simsp.textfile import check_output, write_text
-from simsp.validate.accuracy import MEASURED_SETS, accuracy_json
+from simsp.validate.accuracy import MEASURED_SETS, STACK_SETS, accuracy_json
 from simsp.validate.cases import SETS
 from simsp.validate.metrics import BY_FIELDS
 from simsp.validate.report import json_summary, table, write_outputs
@@ -18,7 +18,7 @@ def cmd_validate(args) -> None:
     sets = tuple(args.set) if args.set else SETS
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))
-        sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS)
+        sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS + STACK_SETS)
     v = run_validation(sets, workers=args.workers)
     if args.accuracy:
         write_text(args.accuracy, accuracy_json(v.results))

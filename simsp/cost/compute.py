@@ -82,11 +82,10 @@ def _residuals(measured: GemmTable, model: GemmTable) -> GemmTable | None:
 @dataclass(frozen=True)
 class GemmTables:
     """The tables of one operand type: measured, modeled, and measured/model at the measured
-    points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU:
-    its MAMF where the hardware file states one, else the table's own best, as the model's
-    shape trend times a neighbour's ratio can otherwise exceed it. A stated MAMF holds even
-    below a table's best: a file may borrow the tables of the same chip in another power
-    state (h100-96gb-500w.yaml uses dgx-h100's, measured at 700 W)."""
+    points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU
+    (its MAMF, or the table's own best), as the model's shape trend times a neighbour's ratio
+    can otherwise exceed it. Where the tables were measured on another part or power state
+    (calibration.gemm_tables_capped), the GPU's own MAMF holds even below their best."""
 
     measured: GemmTable | None
     model: GemmTable | None
@@ -98,13 +97,19 @@ class GemmTables:
 
     @classmethod
     def read(
-        cls, measured_path: str, model_path: str, mamf_tflops: float, fraction: float = 1.0
+        cls,
+        measured_path: str,
+        model_path: str,
+        mamf_tflops: float,
+        fraction: float = 1.0,
+        capped: bool = False,
     ) -> "GemmTables":
         measured = read_gemm_table(measured_path) if measured_path else None
         model = read_gemm_table(model_path) if model_path else None
         best = max((p.tflops for p in measured.points), default=0.0) if measured else 0.0
         residual = _residuals(measured, model) if measured and model else None
-        return cls(measured, model, mamf_tflops or best, residual, fraction)
+        ceiling = mamf_tflops if capped and mamf_tflops else max(mamf_tflops, best)
+        return cls(measured, model, ceiling, residual, fraction)
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
@@ -164,10 +169,18 @@ class ComputeModel:
         cal, gpu = hw.calibration, hw.gpu
         self.tables = {
             "bf16": GemmTables.read(
-                cal.gemm, cal.gemm_model, gpu.gemm_max_tflops, cal.gemm_table_fraction
+                cal.gemm,
+                cal.gemm_model,
+                gpu.gemm_max_tflops,
+                cal.gemm_table_fraction,
+                cal.gemm_tables_capped,
             ),
             "fp8": GemmTables.read(
-                cal.gemm_fp8, cal.gemm_model_fp8, gpu.gemm_max_fp8_tflops, cal.gemm_table_fraction
+                cal.gemm_fp8,
+                cal.gemm_model_fp8,
+                gpu.gemm_max_fp8_tflops,
+                cal.gemm_table_fraction,
+                cal.gemm_tables_capped,
             ),
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops

@@ -92,12 +92,14 @@ class Accuracy:
             tuple(d.get("files", ())),
         )
 
-    def line(self, overridden: bool = False) -> str:
+    def line(self, overridden: bool = False, stack: bool = False) -> str:
         """One readable line for `simsp run`; `overridden`: the run changed the file with --set
-        (the figures are the file's as validated)."""
+        (the figures are the file's as validated); `stack`: a stack's group (any hardware)."""
         sets = ", ".join(f"{k} {name}" for name, k in self.sets)
         runs = f"{self.n} measured {self.precision} run{'s' if self.n != 1 else ''}"
-        if self.files:
+        if stack:
+            where = f"on {runs} on the {self.scope} stack, all GPUs ({sets})"
+        elif self.files:
             files = ", ".join(f"hardware/{f}.yaml" for f in self.files)
             where = f"on {runs} on {self.scope} GPUs ({files}: {sets})"
         else:
@@ -117,15 +119,15 @@ def _side(error: float) -> str:
 
 
 @lru_cache(maxsize=4)
-def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict]:
-    """({(file stem, precision): Accuracy}, {(family, precision): Accuracy}) of a derived
-    accuracy document."""
+def read_accuracy(path: str = str(ACCURACY_FILE)) -> tuple[dict, dict, dict]:
+    """({(file stem, precision): Accuracy}, {(family, precision): Accuracy}, {(stack,
+    precision): Accuracy}) of a derived accuracy document."""
     try:
         doc = json.loads(read_text(path))
         order = tuple(doc["measured_sets"])
         return tuple(
             {(a.scope, a.precision): a for a in (Accuracy.from_dict(d, order) for d in doc[key])}
-            for key in ("hardware", "gpus")
+            for key in ("hardware", "gpus", "stacks")
         )
     except (ValueError, KeyError, TypeError) as e:
         raise InputError(path, "groups", "", f"must be {COMMAND}'s output ({e})") from None
@@ -140,21 +142,30 @@ def _library_stem(source: str) -> str:
     return path.stem if path == (REPO_ROOT / "hardware" / path.name).resolve() else ""
 
 
-def accuracy_of(hw, precision: str, path: str = str(ACCURACY_FILE)) -> Accuracy | None:
+def accuracy_of(
+    hw, precision: str, path: str = str(ACCURACY_FILE), stack: str = "megatron"
+) -> Accuracy | None:
     """The measured accuracy of runs with this hardware file in this precision where the
-    validation ran it (a shipped file), else of its GPU family's files; None where simsp has
-    no measured run of either."""
-    files, families = read_accuracy(path)
+    validation ran it (a shipped file), else of its GPU family's files; on a stack other than
+    megatron, of that stack's runs in this precision; None where simsp has no measured run of
+    any."""
+    files, families, stacks = read_accuracy(path)
+    if stack != "megatron":
+        return stacks.get((stack, precision))
     own = files.get((_library_stem(hw.source), precision))
     return own or families.get((gpu_family(hw.gpu.name), precision))
 
 
-def accuracy_line(hw, precision: str, path: str = str(ACCURACY_FILE)) -> str:
+def accuracy_line(
+    hw, precision: str, path: str = str(ACCURACY_FILE), stack: str = "megatron"
+) -> str:
     """The line `simsp run` ends with: how exact such runs have been, or that none was
     measured."""
-    found = accuracy_of(hw, precision, path)
+    found = accuracy_of(hw, precision, path, stack)
     if found is not None:
-        return found.line(overridden=bool(hw.overrides))
+        return found.line(overridden=bool(hw.overrides), stack=stack != "megatron")
+    if stack != "megatron":
+        return f"not validated: simsp has no measured {precision} run on the {stack} stack"
     family = gpu_family(hw.gpu.name)
     of = f"{family} ({hw.gpu.name})" if family else hw.gpu.name
     return f"not validated: simsp has no measured {precision} run on {of}"

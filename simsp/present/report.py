@@ -139,18 +139,20 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
     return "\n".join(lines)
 
 
-def accuracy_dict(hw: HardwareSpec, precision: str) -> dict | None:
+def accuracy_dict(hw: HardwareSpec, precision: str, stack: str = "megatron") -> dict | None:
     """`accuracy` of run --json: simsp's measured accuracy with this hardware file (or its GPU
-    family) in this precision (validate/accuracy.py), None where it has none."""
+    family) in this precision, or on the run's stack where it is not megatron
+    (validate/accuracy.py), None where it has none."""
     from simsp.present.accuracy import accuracy_of
 
-    found = accuracy_of(hw, precision)
+    found = accuracy_of(hw, precision, stack=stack)
     return found.to_dict() if found is not None else None
 
 
 def result_json(r: Result) -> dict:
     """`simsp run --json`: the result's record and how exact simsp has been on runs like it."""
-    return {**r.to_dict(), "accuracy": accuracy_dict(r.hardware, r.workload.training.precision)}
+    t = r.workload.training
+    return {**r.to_dict(), "accuracy": accuracy_dict(r.hardware, t.precision, t.stack)}
 
 
 def run_summary(r: Result) -> str:
@@ -178,7 +180,7 @@ def run_summary(r: Result) -> str:
         f"optimizer {br['optimizer_s']:.3f} s",
         f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
         f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
-        accuracy_line(r.hardware, r.workload.training.precision)
+        accuracy_line(r.hardware, r.workload.training.precision, stack=r.workload.training.stack)
         + (
             " (dense runs; mixture-of-experts runs: `simsp validate --set moe`)"
             if r.workload.model.experts

@@ -165,6 +165,11 @@ class CalibrationSpec:
     gemm_table_fraction: float = 1.0
     """Achieved fraction of the GEMM tables' rates on this cluster; 1 unless fitted to its runs
     (`simsp calibrate --runs`)."""
+    gemm_tables_capped: bool = False
+    """The GPU's gemm_max_tflops (and FP8 figure) cap every shape of the GEMM tables even below
+    their best point: the tables were measured on another part or power state of the same chip
+    (h100-96gb-500w borrows dgx-h100's 700 W tables); otherwise no shape runs faster than the
+    larger of the MAMF and the tables' own best."""
     fitted: bool = False
     """True when values here were fitted to measured iteration times (`simsp calibrate
     --runs`): a user's file, which `simsp validate` refuses to read."""

@@ -57,35 +57,36 @@ class Stack:
 STACK_KNOBS = ("elementwise", "cross_entropy", "fp8_recipe", "fsdp_impl", "attention_kernel")
 """The training knobs a stack presets (an empty knob takes its stack's value)."""
 
-_MCORE = "NVIDIA/Megatron-LM core_r0.14.0"
-_TT = "pytorch/torchtitan@b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
+_MCORE = "NVIDIA/Megatron-LM@32ad5c89a6b6 (core_r0.14.0)"
+_TT = "pytorch/torchtitan@b5bcd76c66d0"
 
 STACKS = {
     "megatron": Stack(
         "megatron",
         elementwise=Setting(
             "fused",
-            f"{_MCORE} megatron/core/extensions/transformer_engine.py (TELayerNormColumnParallel"
-            "Linear), fusions/fused_bias_swiglu.py, fused_bias_dropout.py",
+            f"{_MCORE} megatron/core/extensions/transformer_engine.py:412 "
+            "TELayerNormColumnParallelLinear; fusions/fused_bias_swiglu.py, fused_bias_dropout.py "
+            "(training/arguments.py:1937-1946 --no-*-fusion: on by default)",
         ),
         cross_entropy=Setting(
             "unfused",
-            f"{_MCORE} megatron/training/arguments.py: --cross-entropy-loss-fusion off by "
-            "default (tensor_parallel/cross_entropy.py)",
+            f"{_MCORE} megatron/training/arguments.py:1954 --cross-entropy-loss-fusion store_true "
+            "(off): language_module.py:159 tensor_parallel.vocab_parallel_cross_entropy",
         ),
         fp8_recipe=Setting(
             "delayed",
-            f"{_MCORE} megatron/training/arguments.py --fp8-recipe default 'delayed'",
+            f"{_MCORE} megatron/training/arguments.py:1224 --fp8-recipe default='delayed'",
         ),
         fsdp_impl=Setting(
             "megatron_fsdp",
-            f"{_MCORE} megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py:"
-            " parameters are views into the all-gather bucket (--use-megatron-fsdp)",
+            f"{_MCORE} megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py"
+            ":939 fetch_bucket: p.data = a .view of the all-gathered bucket (--use-megatron-fsdp)",
         ),
         attention_kernel=Setting(
             "",
-            "NVIDIA/TransformerEngine transformer_engine/pytorch/attention/"
-            "dot_product_attention/utils.py get_attention_backend: the backend per GPU, the "
+            "NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/attention/"
+            "dot_product_attention/utils.py:393 get_attention_backend: the backend per GPU, the "
             "hardware file's calibration.attention_kernel",
         ),
     ),
@@ -93,85 +94,89 @@ STACKS = {
         "torchtitan",
         elementwise=Setting(
             "eager",
-            f"{_TT} torchtitan/config/job_config.py: Compile.enable false by default; the "
-            "model's RMSNorm, RoPE (models/common/rope.py view_as_complex), SwiGLU "
-            "(feed_forward.py F.silu(w1(x)) * w3(x)) and residual adds are torch ops",
+            f"{_TT} torchtitan/config/configs.py:295 CompileConfig.enable = False; the llama3 "
+            "RMSNorm, ComplexRoPE (models/common/rope.py:260 view_as_complex), SwiGLU "
+            "(feed_forward.py:54 F.silu(w1(x)) * w3(x)) and residual adds are torch ops",
         ),
         cross_entropy=Setting(
             "torch_fp32",
-            f"{_TT} torchtitan/components/loss.py: F.cross_entropy(pred.flatten(0, 1).float(), "
-            "...)",
+            f"{_TT} torchtitan/components/loss.py:57 cross_entropy_loss: "
+            "F.cross_entropy(pred.float(), labels, reduction='sum')",
         ),
         fp8_recipe=Setting(
-            "tensorwise",
-            f"{_TT} torchtitan/config/job_config.py Float8Linear recipe_name default None: "
-            "torchao Float8LinearConfig's tensorwise dynamic scaling",
+            "rowwise",
+            f"{_TT} torchtitan/components/quantization/float8.py:58 Float8LinearConverter "
+            "recipe_name default 'rowwise' (tensorwise dropped by PR #3127, 2026-04)",
         ),
         fsdp_impl=Setting(
             "fsdp2",
-            f"{_TT} torchtitan/models/llama3/infra/parallelize.py apply_fsdp: fully_shard per "
-            "TransformerBlock",
+            f"{_TT} torchtitan/distributed/fsdp.py:362 apply_fsdp_to_decoder: fully_shard per "
+            "transformer block, then the root (models/llama3/parallelize.py:68)",
         ),
         attention_kernel=Setting(
             "",
-            f"{_TT} models/common/attention.py: sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, "
-            "MATH], set_priority=True), so cuDNN where the GPU runs it (PR #1776, 2025-10); "
-            "before that FA2 on Hopper (set attention_kernel fa2)",
+            f"{_TT} torchtitan/models/common/attention.py:389 sdpa_kernel([CUDNN_ATTENTION, "
+            "FLASH_ATTENTION, MATH], set_priority=True): cuDNN where the GPU runs it (PR #1776, "
+            "2025-10; before that FA2 on Hopper: set attention_kernel fa2)",
         ),
     ),
     "fsdp": Stack(
         "fsdp",
         elementwise=Setting(
             "eager",
-            "huggingface/transformers models/llama/modeling_llama.py: LlamaRMSNorm (fp32 "
-            "upcast), rotate_half RoPE, act_fn(gate_proj(x)) * up_proj(x) as torch ops",
+            "huggingface/transformers@5dd4a635 src/transformers/models/llama/modeling_llama.py: "
+            "LlamaRMSNorm (.to(torch.float32)), rotate_half RoPE, "
+            "act_fn(gate_proj(x)) * up_proj(x) as torch ops",
         ),
         cross_entropy=Setting(
             "torch_fp32",
-            "huggingface/transformers loss/loss_utils.py ForCausalLMLoss: logits.float(), "
-            "nn.functional.cross_entropy",
+            "huggingface/transformers@0114da07 src/transformers/loss/loss_utils.py "
+            "ForCausalLMLoss: logits.float(), then nn.functional.cross_entropy",
         ),
         fp8_recipe=Setting(
             "tensorwise",
-            "huggingface/accelerate utils/ao.py: torchao Float8LinearConfig() default (tensorwise)",
+            "huggingface/accelerate@16cb6eb8 src/accelerate/utils/dataclasses.py:354 "
+            "AORecipeKwargs: torchao Float8LinearConfig() (pytorch/ao@36027d8 "
+            "torchao/float8/config.py:107 CastConfig TENSORWISE)",
         ),
         fsdp_impl=Setting(
             "fsdp1",
-            "huggingface/accelerate utils/dataclasses.py FullyShardedDataParallelPlugin "
-            "fsdp_version default 1",
+            "huggingface/accelerate@16cb6eb8 src/accelerate/utils/dataclasses.py:1823 "
+            "FullyShardedDataParallelPlugin: fsdp_version from FSDP_VERSION, default 1",
         ),
         attention_kernel=Setting(
             "fa2",
-            "torch.nn.functional.scaled_dot_product_attention's default priority puts flash "
-            "(FlashAttention-2) first (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp)",
+            "pytorch/pytorch@21c3369e aten/src/ATen/native/transformers/cuda/sdp_utils.cpp "
+            "priority_order: flash (FlashAttention-2) first, then efficient, math, cudnn",
         ),
     ),
     "composer": Stack(
         "composer",
         elementwise=Setting(
             "eager",
-            "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py: torch LayerNorm "
-            "(LPLayerNorm), GeLU and residual adds as torch ops",
+            "mosaicml/llm-foundry@8c8dd48f llmfoundry/models/layers/norm.py:35 LPLayerNorm "
+            "(MPT's default norm, bf16), ffn.py MPTMLP GeLU and residual adds as torch ops",
         ),
         cross_entropy=Setting(
             "torch_fp32",
-            "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py: "
-            "torch.nn.CrossEntropyLoss on the logits",
+            "mosaicml/llm-foundry@8c8dd48f llmfoundry/models/mpt/modeling_mpt.py:1513 "
+            "loss_fn torch_crossentropy: nn.CrossEntropyLoss on the logits, fp32 under autocast "
+            "(the class default, fused_crossentropy, is flash-attn's)",
         ),
         fp8_recipe=Setting(
             "delayed",
-            "mosaicml/composer composer/core/precision.py get_precision_context: amp_fp8 runs "
-            "Transformer Engine's fp8_autocast with DelayedScaling",
+            "mosaicml/composer@64051888 composer/core/precision.py:97 get_precision_context: "
+            "amp_fp8 runs te.fp8_autocast with DelayedScaling",
         ),
         fsdp_impl=Setting(
             "fsdp1",
-            "mosaicml/composer composer/distributed/dist_strategy.py prepare_fsdp_module: "
-            "torch FullyShardedDataParallel",
+            "mosaicml/composer@64051888 composer/trainer/trainer.py:3769 an fsdp dict is "
+            "FSDPConfig unless FSDP_VERSION=2: dist_strategy.py:454 FullyShardedDataParallel",
         ),
         attention_kernel=Setting(
             "fa2",
-            "mosaicml/llm-foundry llmfoundry/models/layers/attention.py "
-            "flash_attn_fn (attn_impl flash): flash_attn_varlen_func of flash-attn 2",
+            "mosaicml/llm-foundry@8c8dd48f llmfoundry/models/layers/attention.py:418 "
+            "flash_attn_fn (attn_impl flash, the default): flash-attn 2's flash_attn_varlen_func",
         ),
     ),
 }

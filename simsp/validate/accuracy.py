@@ -27,7 +27,10 @@ from simsp.validate.cases import APART_SETS, PEER_SETS, SETS
 MEASURED_SETS = tuple(s for s in SETS if s not in PEER_SETS + APART_SETS)
 """The validation sets whose references are measurements (Table 4's layer times are left out
 case by case: their quantity is not an iteration), less those kept apart (the mixture-of-experts
-runs, reported by `simsp validate --set moe`)."""
+runs, reported by `simsp validate --set moe`; the PyTorch-native runs, grouped by stack)."""
+STACK_SETS = ("torch-native",)
+"""Measured sets grouped by software stack instead (a run on a stack other than megatron reads
+its stack's group: `stacks` in the document)."""
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -39,7 +42,9 @@ def quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _group(scope: str, precision: str, rs: list, files: tuple[str, ...] = ()) -> Accuracy:
+def _group(
+    scope: str, precision: str, rs: list, files: tuple[str, ...] = (), sets=MEASURED_SETS
+) -> Accuracy:
     errors = [r.error for r in rs]
     ratios = [1 / (1 + e) for e in errors]
     whole = len(rs) < BAND_MIN_RUNS
@@ -58,7 +63,7 @@ def _group(scope: str, precision: str, rs: list, files: tuple[str, ...] = ()) ->
         round(max(errors, key=abs), 6),
         round(low, 6),
         round(high, 6),
-        tuple((s, counts[s]) for s in MEASURED_SETS if s in counts),
+        tuple((s, counts[s]) for s in sets if s in counts),
         files,
     )
 
@@ -91,8 +96,18 @@ def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
     return files, families
 
 
+def stack_groups(results) -> list[Accuracy]:
+    """The STACK_SETS' measured iterations by (stack, precision), scope the stack's name."""
+    by_stack: dict = {}
+    for r in results:
+        if r.case.set in STACK_SETS and r.case.quantity == "iteration":
+            t = r.case.workload.training
+            by_stack.setdefault((t.stack, t.precision), []).append(r)
+    return [_group(stack, p, rs, sets=STACK_SETS) for (stack, p), rs in sorted(by_stack.items())]
+
+
 def accuracy_document(results) -> dict:
-    """ACCURACY_FILE's content for a finished validation of MEASURED_SETS."""
+    """ACCURACY_FILE's content for a finished validation of MEASURED_SETS and STACK_SETS."""
     files, families = accuracy_groups(results)
     return {
         "derived_by": COMMAND,
@@ -102,9 +117,10 @@ def accuracy_document(results) -> dict:
             f"{BAND[0]:.0%} and {BAND[1]:.0%} quantiles of measured / simsp (min and max below "
             f"{BAND_MIN_RUNS} runs)"
         ),
-        "measured_sets": list(MEASURED_SETS),
+        "measured_sets": list(MEASURED_SETS + STACK_SETS),
         "hardware": [a.to_dict() for a in files],
         "gpus": [a.to_dict() for a in families],
+        "stacks": [a.to_dict() for a in stack_groups(results)],
     }
 
 

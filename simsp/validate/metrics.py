@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simsp.spec.knobs import KNOBS, values_of
+from simsp.spec.stack import STACK_KNOBS
 from simsp.units import GIB
 from simsp.validate.case import Case
 
@@ -101,6 +102,8 @@ def setting(case: Case, field: str):
         return Path(case.hardware).stem
     if field == "framework":
         return case.framework
+    if field in STACK_KNOBS:  # as the run used it: the stack's where the case left it empty
+        return case.workload.training.knob(field)
     return values_of(case.workload)[field]
 
 

@@ -131,7 +131,8 @@ def figure(result, view: View | None = None):
     row_of = {r: i for i, r in enumerate(rows)}
     row_px = 20 if len(rows) <= 32 else 14 if len(rows) <= 64 else 10
     # the line `simsp run` ends with (how exact simsp has been): the picture keeps its caveat
-    accuracy = accuracy_line(result.hardware, result.workload.training.precision)
+    t = result.workload.training
+    accuracy = accuracy_line(result.hardware, t.precision, stack=t.stack)
     note = _wrap(view.note) + "<br>" + _wrap(html_module.escape(accuracy, quote=False))
     timeline_px, memory_px = max(300, row_px * len(rows)), 230
     top_px = 90 + 16 * (note.count("<br>") + 1)
