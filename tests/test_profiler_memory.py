@@ -9,6 +9,7 @@ import yaml
 
 import simsp.cli.main
 from simsp.io.config import load_hardware
+from simsp.measure.profiler.memory_bound import EAGER_KEYS
 from tests.test_profiler import BASE_HW, _parser
 
 SMALL = ["--device", "cpu", "--sizes", "6144", "98304", "--tokens", "8", "--vocab", "64"]
@@ -60,6 +61,9 @@ def test_memory_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
     assert hw.memory_bound.efficiency_by_bytes == want
     assert hw.memory_bound.unfused_cross_entropy_gbps == values["unfused_cross_entropy_gbps"]
     assert hw.memory_bound.layernorm_fwd_gbps == base.memory_bound.layernorm_fwd_gbps  # kept
+    # the eager kernels of a torchtitan block, each direction, become the file's eager rates
+    for key in EAGER_KEYS:
+        assert values[key] > 0 and getattr(hw.memory_bound, key) == values[key]
     new_text = out.read_text()
     assert "measured by `simsp profile memory" in new_text.split("memory_bound:")[1]
 
@@ -176,3 +180,23 @@ def test_a_tiny_stream_rate_is_kept_not_rounded_to_zero(tmp_path, cli):
     assert cli(argv) == 0
     steps = load_hardware(out).memory_bound.efficiency_by_bytes
     assert steps[0][1] == float(f"{0.0001 / load_hardware(BASE_HW).gpu.hbm_gbps:.6g}") > 0
+
+
+def test_the_eager_forms_compute_what_they_name():
+    """The profiled eager forms are an RMSNorm, a rotation of each (even, odd) pair of q and k
+    by its angle (complex form), and silu(a) * b."""
+    torch = pytest.importorskip("torch")
+    from simsp.measure.profiler.memory_bound import _rmsnorm, _rope
+
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 8), torch.rand(8)
+    want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    assert torch.allclose(_rmsnorm(torch, x, w), want, atol=1e-5)
+    q, k = torch.randn(3, 2, 4), torch.randn(3, 1, 4)
+    angles = torch.rand(3, 1, 2)
+    rq, rk = _rope(torch, q, k, torch.polar(torch.ones_like(angles), angles))
+    c, s = torch.cos(angles), torch.sin(angles)
+    even, odd = q[..., 0::2], q[..., 1::2]
+    assert torch.allclose(rq[..., 0::2], even * c - odd * s, atol=1e-6)
+    assert torch.allclose(rq[..., 1::2], even * s + odd * c, atol=1e-6)
+    assert rk.shape == k.shape

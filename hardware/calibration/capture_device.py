@@ -13,8 +13,10 @@ It writes, with slug = device name + date (e.g. `nvidia-h200-2026-11-29`):
                                             --no-grid and no flash run, none (the base file's kept)
     hardware/calibration/<slug>/host.yaml   the host (framework) floor of one layer
     hardware/calibration/<slug>/adam.yaml   the fused Adam update's memory rate
-    hardware/calibration/<slug>/memory.yaml the element-wise curve (a bf16 add by size) and
-                                            Megatron's unfused cross-entropy rate
+    hardware/calibration/<slug>/memory.yaml the element-wise curve (a bf16 add by size),
+                                            Megatron's unfused cross-entropy rate and the eager
+                                            torch kernels of a torchtitan Llama block (RMSNorm,
+                                            RoPE, silu * mul: memory_bound.eager_*_gbps)
     hardware/calibration/<slug>/nvlink/     nccl-tests-layout logs, when the node has >= 2 GPUs
     hardware/calibration/<slug>/README.md   the commands, the device, the versions, the effect
     hardware/<slug>.yaml                    --base with its calibration pointing at the above

@@ -158,10 +158,10 @@ STACKS = {
             "(MPT's default norm, bf16), ffn.py MPTMLP GeLU and residual adds as torch ops",
         ),
         cross_entropy=Setting(
-            "torch_fp32",
+            "flash_attn",
             "mosaicml/llm-foundry@8c8dd48f llmfoundry/models/mpt/modeling_mpt.py:1513 "
-            "loss_fn torch_crossentropy: nn.CrossEntropyLoss on the logits, fp32 under autocast "
-            "(the class default, fused_crossentropy, is flash-attn's)",
+            "ComposerMPTCausalLM loss_fn default 'fused_crossentropy': flash-attn's Triton "
+            "CrossEntropyLoss",
         ),
         fp8_recipe=Setting(
             "delayed",

@@ -10,7 +10,7 @@ from simsp.spec.parallel import ParallelSpec
 from simsp.spec.precision import FP8_RECIPES, PRECISIONS, Numerics
 from simsp.spec.stack import ELEMENTWISE, FSDP_IMPLS, STACK_KNOBS, STACK_NAMES, resolved
 
-CROSS_ENTROPIES = ("unfused", "native", "te", "torch_fp32", "liger")
+CROSS_ENTROPIES = ("unfused", "native", "te", "torch_fp32", "liger", "flash_attn")
 """The loss kernels a run may name (model/blocks/loss.py prices each; a test holds the two
 lists equal)."""
 
@@ -47,7 +47,8 @@ class TrainingSpec:
     (simsp/model/blocks/loss.py): unfused (Megatron's default, one torch op a step), native
     (--cross-entropy-loss-fusion), te (--cross-entropy-fusion-impl te, Transformer Engine's
     Triton kernel), torch_fp32 (F.cross_entropy over an fp32 copy of the logits, as torchtitan
-    and Hugging Face run it) or liger (Liger-Kernel's fused linear cross-entropy)."""
+    and Hugging Face run it), liger (Liger-Kernel's fused linear cross-entropy) or flash_attn
+    (flash-attn's Triton kernel, llm-foundry's default)."""
 
     stack: str = field(default="megatron", metadata={"choices": STACK_NAMES})
     """The software stack that runs the model (spec/stack.py): megatron (Megatron-Core with

@@ -17,7 +17,12 @@ both on the device itself.
   tensor_parallel/cross_entropy.py runs them, forward and backward, at the bytes
   simsp/model/blocks/loss.py counts for it (UNFUSED: 38 + 14 a logit), launches included as the
   model's rate includes them. Transformer Engine's Triton kernel needs TE on a GPU and is not
-  timed here.
+  timed here;
+* the eager kernels of a torch-native Llama block, as torchtitan's model code runs them
+  (model/blocks/elementwise.py): RMSNorm with its fp32 upcast, complex-form rotary embedding on
+  q and k, F.silu(a) * b, each forward and backward (autograd's kernels: forward and backward
+  timed together, less the forward), at Llama-3-8B's shapes on a GPU; GB/s of the bytes the
+  fused kernel moves, the hardware file's `eager_*_gbps`.
 """
 
 import itertools
@@ -44,6 +49,19 @@ DEFAULTS = {
 holds each rate up to the next size, so a sparse curve would overprice a launch-bound kernel
 near the top of its step); the loss over a Llama-3 vocabulary shard at tp 4 (128256 / 4, 4096
 tokens) on a GPU, a small one on a CPU."""
+EAGER_SHAPES = {
+    "cuda": {
+        "tokens": 8192,
+        "hidden": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "ffn": 14336,
+    },
+    "cpu": {"tokens": 64, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 512},
+}
+"""A Llama-3-8B layer at 8k tokens on a GPU (the shapes the shipped H100 and A100 rates were
+measured nearest to); a small one on a CPU."""
 REPEATS = {"cuda": 20, "cpu": 3}
 ROTATE_BYTES = {"cuda": 1 << 30, "cpu": 1 << 29}
 """Buffers a size cycles through together, so that each call reads from HBM (DRAM), not from
@@ -70,6 +88,8 @@ class MemoryRates:
     device: str
     versions: str
     date: str
+    eager_gbps: tuple[tuple[str, float], ...] = ()
+    """(MemoryBoundSpec field, GB/s of the fused kernel's bytes) of the eager torch kernels."""
 
     def yaml_lines(self, command: str) -> list[str]:
         """The lines `simsp calibrate --memory` reads, provenance first."""
@@ -86,6 +106,12 @@ class MemoryRates:
             f"at simsp/model/blocks/loss.py's {per_logit:.0f} bytes a logit",
             f"unfused_cross_entropy_gbps: {self.cross_entropy_gbps:.5g}",
         ]
+        if self.eager_gbps:
+            lines.append(
+                "# eager torch kernels of a torchtitan Llama block (fp32-upcast RMSNorm, complex "
+                "RoPE, silu * mul), GB/s of the fused kernel's bytes"
+            )
+            lines += [f"{key}: {gbps:.5g}" for key, gbps in self.eager_gbps]
         if self.device.startswith("CPU"):
             lines.insert(1, "# (on the CPU: the CPU's memory rates, not a GPU's)")
         return lines
@@ -149,7 +175,66 @@ def measure(
         device_name(torch, device),
         versions(torch),
         today(),
+        eager_kernels(torch, device, EAGER_SHAPES[kind], repeats),
     )
+
+
+def _rmsnorm(torch, x, weight, eps=1e-6):
+    """torchtitan@3f20451 torchtitan/models/norms.py RMSNorm: fp32 upcast, as eager ops."""
+    f = x.float()
+    return (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
+
+
+def _rope(torch, q, k, freqs):
+    """torchtitan models/common/rope.py apply_rotary_emb: complex form, fp32, as eager ops."""
+
+    def one(x):
+        c = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(c * freqs).flatten(-2).type_as(x)
+
+    return one(q), one(k)
+
+
+def eager_kernels(torch, device: str, shape: dict, repeats: int) -> tuple[tuple[str, float], ...]:
+    """GB/s of the fused bytes (simsp's op bytes) of each eager form, forward and backward:
+    the backward is forward + backward timed together, less the forward."""
+    t, h, f = shape["tokens"], shape["hidden"], shape["ffn"]
+    a, g, d = shape["heads"], shape["kv_heads"], shape["head_dim"]
+    F = torch.nn.functional
+    bf16 = {"device": device, "dtype": torch.bfloat16}
+
+    def leaf(*size):
+        return torch.randn(*size, **bf16).requires_grad_()
+
+    x, weight = leaf(t, h), torch.ones(h, **bf16)
+    q, k = leaf(t, a, d), leaf(t, g, d)
+    angles = torch.rand(t, 1, d // 2, device=device)
+    freqs = torch.polar(torch.ones_like(angles), angles)
+    gate, up = leaf(t, f), leaf(t, f)
+    forms = {
+        # kind: (forward, outputs' backward, fused bytes forward, backward) as simsp's ops count
+        "rmsnorm": (lambda: (_rmsnorm(torch, x, weight),), 2 * 2 * t * h, 3 * 2 * t * h),
+        "rope": (
+            lambda: _rope(torch, q, k, freqs),
+            2 * 2 * t * (a + g) * d,
+            2 * 2 * t * (a + g) * d,
+        ),
+        "swiglu": (lambda: (F.silu(gate) * up,), 3 * 2 * t * f, 5 * 2 * t * f),
+    }
+    out = []
+    for kind, (forward, fwd_bytes, bwd_bytes) in forms.items():
+
+        def both(forward=forward):
+            ys = forward()
+            torch.autograd.backward(ys, [torch.ones_like(y) for y in ys])
+
+        fwd_s = fastest_s(torch, device, forward, repeats, WARMUP, ROUNDS)
+        bwd_s = max(fastest_s(torch, device, both, repeats, WARMUP, ROUNDS) - fwd_s, 1e-9)
+        out += [
+            (f"eager_{kind}_fwd_gbps", fwd_bytes / fwd_s / 1e9),
+            (f"eager_{kind}_bwd_gbps", bwd_bytes / bwd_s / 1e9),
+        ]
+    return tuple(out)
 
 
 def _add_gbps(torch, device: str, kind: str, nbytes: int, repeats: int) -> tuple[int, float]:
@@ -173,7 +258,10 @@ def _add_gbps(torch, device: str, kind: str, nbytes: int, repeats: int) -> tuple
     return STREAM_BYTES * n, STREAM_BYTES * n / seconds / 1e9
 
 
-MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps")
+EAGER_KEYS = tuple(
+    f"eager_{kind}_{way}_gbps" for kind in ("rmsnorm", "rope", "swiglu") for way in ("fwd", "bwd")
+)
+MEMORY_KEYS = ("stream_gbps", "unfused_cross_entropy_gbps", *EAGER_KEYS)
 """What `simsp profile memory --out` writes."""
 
 
@@ -207,6 +295,11 @@ def memory_request(path: str | None, base: str) -> dict:
         if not _positive(ce):
             raise InputError(path, "unfused_cross_entropy_gbps", ce, f"must be GB/s in {RANGE}")
         out.append(("unfused_cross_entropy_gbps", float(ce)))
+    for key in EAGER_KEYS:
+        if key in values:
+            if not _positive(values[key]):
+                raise InputError(path, key, values[key], f"must be GB/s in {RANGE}")
+            out.append((key, float(values[key])))
     notes = tuple(line.lstrip("#").strip() for line in measured_source(path))
     return {"memory_bound": tuple(out), "notes": notes}
 

@@ -125,5 +125,21 @@ fused_linear_cross_entropy.py): the output layer's GEMM and the loss over chunks
 the logits' and the input's gradients computed in forward, so no logits are kept; one GPU's
 vocabulary (no TP sharding of the loss)."""
 
-CROSS_ENTROPY = {c.name: c for c in (UNFUSED, NATIVE, TE, TORCH_FP32, LIGER)}
+FLASH_ATTN = CrossEntropy(
+    "flash_attn",
+    # cross_entropy_fwd_kernel reads the bf16 logits once (2), writing a loss and an lse a row
+    forward_bytes=2.0,
+    # cross_entropy_bwd_kernel reads them again (2) and writes the gradient (2)
+    backward_bytes=4.0,
+    saved_bytes=BYTES_16BIT,
+    saved="bf16 logits",
+    all_reduce_floats=(1,),
+    all_gather_floats=1,
+)
+"""flash-attn's Triton CrossEntropyLoss (Dao-AILab/flash-attention@0251105a
+flash_attn/ops/triton/cross_entropy.py): the logits are saved (ctx.save_for_backward(logits,
+lse, labels)); over a TP group each rank's lse is all-gathered and the losses all-reduced (lines
+224-229). llm-foundry's default loss (ComposerMPTCausalLM loss_fn 'fused_crossentropy')."""
+
+CROSS_ENTROPY = {c.name: c for c in (UNFUSED, NATIVE, TE, TORCH_FP32, LIGER, FLASH_ATTN)}
 CROSS_ENTROPIES = tuple(CROSS_ENTROPY)
