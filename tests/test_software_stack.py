@@ -231,3 +231,22 @@ def test_torch_loss_working_set_counts_once_on_the_last_stage(llama):
     assert kept == 0  # both keep an fp32 tensor of the logits
     diff = stage_activation_bytes(torch_w, 0) - stage_activation_bytes(w, 0)
     assert diff == 8 * logits
+
+
+def test_a_power_capped_part_scales_its_tensor_rates(h100):
+    """gpu.tensor_clock_fraction f: every GEMM and attention kernel takes 1/f as long; memory-bound
+    kernels do not change; a fraction above 1 is refused in one line."""
+    from simsp.cost.compute import ComputeModel
+    from simsp.model.ops import Attention, Gemm
+
+    capped = dataclasses.replace(h100, gpu=dataclasses.replace(h100.gpu, tensor_clock_fraction=0.8))
+    full, slow = ComputeModel(h100), ComputeModel(capped)
+    g, att = Gemm(8192, 4096, 4096), Attention(32, 8192, 128)
+    assert slow.gemm(g).seconds == pytest.approx(full.gemm(g).seconds / 0.8)
+    assert slow.flash_attention(att).seconds == pytest.approx(
+        full.flash_attention(att).seconds / 0.8
+    )
+    assert slow.memory_bound(1e8).seconds == full.memory_bound(1e8).seconds
+    with pytest.raises(InputError) as e:
+        load_hardware(H100, sets=("gpu.tensor_clock_fraction=1.2",))
+    assert "gpu.tensor_clock_fraction" in str(e.value) and "\n" not in str(e.value)

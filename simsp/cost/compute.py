@@ -84,8 +84,7 @@ class GemmTables:
     """The tables of one operand type: measured, modeled, and measured/model at the measured
     points; no shape runs faster than `ceiling_tflops`, the best rate measured on this GPU
     (its MAMF, or the table's own best), as the model's shape trend times a neighbour's ratio
-    can otherwise exceed it. Where the tables were measured on another part or power state
-    (calibration.gemm_tables_capped), the GPU's own MAMF holds even below their best."""
+    can otherwise exceed it."""
 
     measured: GemmTable | None
     model: GemmTable | None
@@ -97,19 +96,13 @@ class GemmTables:
 
     @classmethod
     def read(
-        cls,
-        measured_path: str,
-        model_path: str,
-        mamf_tflops: float,
-        fraction: float = 1.0,
-        capped: bool = False,
+        cls, measured_path: str, model_path: str, mamf_tflops: float, fraction: float = 1.0
     ) -> "GemmTables":
         measured = read_gemm_table(measured_path) if measured_path else None
         model = read_gemm_table(model_path) if model_path else None
         best = max((p.tflops for p in measured.points), default=0.0) if measured else 0.0
         residual = _residuals(measured, model) if measured and model else None
-        ceiling = mamf_tflops if capped and mamf_tflops else max(mamf_tflops, best)
-        return cls(measured, model, ceiling, residual, fraction)
+        return cls(measured, model, max(mamf_tflops, best), residual, fraction)
 
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput and its source. Where measurements cover the shape and a model exists, the
@@ -173,14 +166,12 @@ class ComputeModel:
                 cal.gemm_model,
                 gpu.gemm_max_tflops,
                 cal.gemm_table_fraction,
-                cal.gemm_tables_capped,
             ),
             "fp8": GemmTables.read(
                 cal.gemm_fp8,
                 cal.gemm_model_fp8,
                 gpu.gemm_max_fp8_tflops,
                 cal.gemm_table_fraction,
-                cal.gemm_tables_capped,
             ),
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
@@ -245,12 +236,18 @@ class ComputeModel:
     def tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         """Throughput of a GEMM from the tables of its operand type, and its source. An FP8
         GEMM runs at most `fp8_gain` times the BF16 rate of its shape (`_fp8_bound`)."""
-        rate, source = self.tables[g.dtype].tflops(g, layout)
+        rate, source = self._table_tflops(g, layout)
         if g.dtype != "fp8" or not rate:
             return rate, source
         like = fp8_gemm_layout(layout, self.hw.gpu.compute_capability)  # the kernel FP8 runs
-        bf16, bf16_source = self.tables["bf16"].tflops(dataclasses.replace(g, dtype="bf16"), like)
+        bf16, bf16_source = self._table_tflops(dataclasses.replace(g, dtype="bf16"), like)
         return _fp8_bound(rate, source, bf16, bf16_source, self.fp8_gain)
+
+    def _table_tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
+        """The tables' rate of a shape on this part: times gpu.tensor_clock_fraction."""
+        rate, source = self.tables[g.dtype].tflops(g, layout)
+        clock = self.hw.gpu.tensor_clock_fraction
+        return (rate * clock if rate and clock != 1.0 else rate), source
 
     def attention_for(self, kernel: str) -> AttentionTable | None:
         """The attention rows of the kernel a run names, or the hardware's own."""
@@ -295,9 +292,8 @@ class ComputeModel:
             else None
         )
         if rate:
-            return Timed(
-                max(flops / (min(rate, self.ceiling_tflops) * TERA), self.launch_s), "flash table"
-            )
+            rate = min(rate, self.ceiling_tflops) * self.hw.gpu.tensor_clock_fraction
+            return Timed(max(flops / (rate * TERA), self.launch_s), "flash table")
         scores = self.gemm(Gemm(att.seq_len, att.seq_len, att.head_dim, att.batch_heads))
         over_v = self.gemm(Gemm(att.seq_len, att.head_dim, att.seq_len, att.batch_heads))
         per_pass = (scores.seconds + over_v.seconds) / (2 if att.causal else 1)
@@ -312,6 +308,7 @@ class ComputeModel:
         gpu = self.hw.gpu
         best = gpu.gemm_max_fp8_tflops if g.dtype == "fp8" else gpu.gemm_max_tflops
         rate = best * TERA * step_value(self.hw.calibration.gemm_fallback_efficiency, g.flops)
+        rate *= gpu.tensor_clock_fraction
         operands = OPERAND_BYTES[g.dtype] * (g.m * g.k + g.k * g.n)
         traffic = g.batch * (operands + BYTES_16BIT * g.m * g.n)
         return max(g.flops / rate, self.memory_bound(traffic).seconds)

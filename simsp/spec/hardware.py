@@ -24,6 +24,11 @@ class GpuSpec:
     compute_capability: float = 0.0
     """CUDA compute capability (8.0 A100, 9.0 H100/H200, 10.0 B200/GB200); 0 means not stated.
     Decides which FP8 recipes Transformer Engine runs on it."""
+    tensor_clock_fraction: float = 1.0
+    """The tensor cores' sustained rate on this part as a fraction of the rate its GEMM and
+    attention tables were measured at: below 1 for a part run under a lower power limit than
+    the one that measured the tables it borrows (h100-96gb-500w); it scales every GEMM and
+    fused-attention rate. 1 where the tables are the part's own."""
 
 
 @dataclass(frozen=True)
@@ -165,11 +170,6 @@ class CalibrationSpec:
     gemm_table_fraction: float = 1.0
     """Achieved fraction of the GEMM tables' rates on this cluster; 1 unless fitted to its runs
     (`simsp calibrate --runs`)."""
-    gemm_tables_capped: bool = False
-    """The GPU's gemm_max_tflops (and FP8 figure) cap every shape of the GEMM tables even below
-    their best point: the tables were measured on another part or power state of the same chip
-    (h100-96gb-500w borrows dgx-h100's 700 W tables); otherwise no shape runs faster than the
-    larger of the MAMF and the tables' own best."""
     fitted: bool = False
     """True when values here were fitted to measured iteration times (`simsp calibrate
     --runs`): a user's file, which `simsp validate` refuses to read."""
@@ -283,6 +283,12 @@ def hardware_rules(hw: "HardwareSpec"):
         g.gemm_max_tflops,
         g.gemm_max_tflops <= g.peak_tflops,
         f"an achieved GEMM rate cannot pass the GPU's peak_tflops ({g.peak_tflops:g})",
+    )
+    yield (
+        "gpu.tensor_clock_fraction",
+        g.tensor_clock_fraction,
+        0 < g.tensor_clock_fraction <= 1,
+        "must be a fraction in (0, 1]: a power limit slows the tensor cores, never speeds them",
     )
     yield _efficiencies("memory_bound.efficiency_by_bytes", mb.efficiency_by_bytes)
     yield _efficiencies("calibration.gemm_fallback_efficiency", cal.gemm_fallback_efficiency)
