@@ -250,3 +250,36 @@ def test_a_power_capped_part_scales_its_tensor_rates(h100):
     with pytest.raises(InputError) as e:
         load_hardware(H100, sets=("gpu.tensor_clock_fraction=1.2",))
     assert "gpu.tensor_clock_fraction" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_float8_all_gather_sends_linear_weights_in_fp8_and_casts_none_per_call(llama, h100):
+    """torchao's float8 all-gather under FSDP2 (fp8_param_gather): the layer's gather carries
+    its linear weights in one byte, the rest in two; no weight is cast in each call."""
+    from simsp.model.params import layer_params_per_rank, linear_params_per_rank
+
+    w = _with(
+        llama,
+        {"precision": "fp8", "stack": "torchtitan", "fp8_recipe": "tensorwise"},
+        fsdp=True,
+        distributed_optimizer=False,
+        overlap_grad_reduce=False,
+        overlap_param_gather=False,
+        cp=1,
+        dp=8,
+    )
+    gathered = _with(w, {"fp8_param_gather": True})
+    params = layer_params_per_rank(w.model, 1)
+    linear = linear_params_per_rank(w.model, 1)
+    assert fsdp.gathered_bytes(w, params) == 2 * params
+    assert fsdp.gathered_bytes(gathered, params) == 2 * (params - linear) + linear
+    qkv = [
+        next(
+            op
+            for op in build_layer(x.model, x.parallel, 1, x.training.numerics)
+            if op.name == "qkv"
+        )
+        for x in (w, gathered)
+    ]
+    weights = qkv[0].gemm.n * qkv[0].gemm.k
+    assert qkv[0].fwd_bytes - qkv[1].fwd_bytes == pytest.approx(5 * weights)
+    assert qkv[0].bwd_bytes - qkv[1].bwd_bytes == pytest.approx(3 * weights)

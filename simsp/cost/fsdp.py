@@ -24,7 +24,7 @@ on its own stream, beside the compute, and is not priced.
 from dataclasses import dataclass
 
 from simsp.cost.overlap import shared_sms_s
-from simsp.model.params import layer_params_per_rank
+from simsp.model.params import layer_params_per_rank, linear_params_per_rank
 from simsp.spec.layout import GRADIENT_GROUP, Group, Layout
 from simsp.spec.workload import Workload
 from simsp.units import BYTES_16BIT, BYTES_FP32
@@ -70,7 +70,7 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
     params = layer_params_per_rank(w.model, w.parallel.tp)
     shard, replica = shard_groups(w, lay)
     net = cost.network
-    gather = net.group_s("all_gather", BYTES_16BIT * params, shard)
+    gather = net.group_s("all_gather", gathered_bytes(w, params), shard)
     grad = grad_bytes(w)
     reduce = net.group_s("reduce_scatter", grad * params, shard)
     if replica is not None:
@@ -85,6 +85,15 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
         sm_share=cost.hw.calibration.collective_sm_share,
         copy_out_s=copy,
     )
+
+
+def gathered_bytes(w: Workload, params: float) -> float:
+    """Bytes of one layer's all-gather: 16-bit parameters, the linear weights in FP8 with
+    training.fp8_param_gather (torchao's float8 all-gather under FSDP2, torchtitan's
+    enable_fsdp_float8_all_gather: each rank casts its shard before the gather)."""
+    linear = linear_params_per_rank(w.model, w.parallel.tp)
+    per_linear = w.training.numerics.gathered_bytes()
+    return BYTES_16BIT * (params - linear) + per_linear * linear
 
 
 def grad_bytes(w: Workload) -> float:

@@ -40,7 +40,9 @@ class TrainingSpec:
     fp8_param_gather: bool = False
     """FP8 primary weights (Megatron-LM --fp8-param-gather, Transformer Engine fp8_model_init):
     the linear weights live in FP8, without their BF16 copy, and the distributed optimizer
-    all-gathers them in FP8; needs precision fp8."""
+    all-gathers them in FP8; under FSDP, torchao's float8 all-gather (torchtitan's
+    enable_fsdp_float8_all_gather: each rank casts its shard, the gather carries FP8, no weight
+    is cast per call); needs precision fp8."""
 
     cross_entropy: str = field(default="", metadata={"choices": CROSS_ENTROPIES})
     """The loss kernel over the vocabulary shard, empty for the stack's

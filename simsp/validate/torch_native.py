@@ -167,6 +167,7 @@ TRAINING_KNOBS = (
     "cross_entropy",
     "fp8_recipe",
     "fsdp_impl",
+    "fp8_param_gather",
 )
 """The TrainingSpec keyword arguments stack_settings may return (all dropped with stack=False)."""
 
@@ -383,7 +384,8 @@ def stack_settings(row: dict) -> tuple[dict, dict, list[str]]:
             f"fp8 tensorwise (torchao Float8Linear dynamic scaling: {_float8_source(row)})"
         )
         if row.get("parallel.fsdp_float8_all_gather") == "true":
-            notes.append("float8 FSDP all-gather not modelled (weights gathered in bf16)")
+            training["fp8_param_gather"] = True
+            notes.append("float8 FSDP all-gather (as stated): fp8_param_gather")
 
     tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
     parallel: dict = {"fsdp": True}

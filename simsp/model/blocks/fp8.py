@@ -26,10 +26,12 @@ def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -
     if not numerics.fp8:
         return ops
     recipe = numerics.fp8_recipe
+    gathered_fp8 = numerics.fp8_param_gather  # the weights arrive in FP8: no cast per call
     out = []
     for i, op in enumerate(ops):
         if op.kind == "gemm" and not op.keeps_precision:
-            out.append(fp8_linear(op, recipe, stored_bytes(op.saves[0], parallel)))
+            stored = stored_bytes(op.saves[0], parallel)
+            out.append(fp8_linear(op, recipe, stored, cast_weights=not gathered_fp8))
         elif op.kind == "comm" and op.overlaps_wgrad:
             out.append(fp8_entry(op))
         elif op.kind == "flash_attention":
@@ -70,14 +72,15 @@ def _next_linear(ops: tuple[Op, ...], i: int) -> Op:
     return next(op for op in ops[i + 1 :] if op.kind == "gemm")
 
 
-def fp8_linear(op: Op, recipe: Recipe, stored_input_bytes: float) -> Op:
+def fp8_linear(op: Op, recipe: Recipe, stored_input_bytes: float, cast_weights: bool = True) -> Op:
     """A linear layer under FP8: FP8 GEMMs; its quantize kernels as the op's bytes (forward: its
     input, unless the norm before it wrote it; backward: its output gradient, plus a transpose
     of a fused input that has only its row-wise copy); its saved input in FP8.
 
     `stored_input_bytes`: the saved input as one rank keeps it (sequence-sharded under SP),
     which is what the forward quantizes. A column-parallel layer (input sharded like `sp`)
-    follows a norm."""
+    follows a norm. `cast_weights` false: the weight arrives in FP8 (an FP8 all-gather), so a
+    torchao layer casts no weight per call."""
     column = op.saves[0].shard == SP
     elements = stored_input_bytes / BYTES_16BIT
     fused = column and recipe.fused_norm
@@ -85,7 +88,7 @@ def fp8_linear(op: Op, recipe: Recipe, stored_input_bytes: float) -> Op:
     bwd = cast_bytes(op.gemm.m * op.gemm.n * op.gemm.batch, recipe)
     if fused and not recipe.both_layouts:
         bwd += transpose_bytes(elements)
-    if recipe.weight_cast_bytes:  # torchao: the weight cast again each call, its second
+    if recipe.weight_cast_bytes and cast_weights:  # torchao: the weight cast each call, its second
         weights = op.gemm.n * op.gemm.k * op.gemm.batch  # layout (2 + 1) in backward
         fwd += (recipe.weight_cast_bytes - WEIGHT_SECOND_CAST) * weights
         bwd += WEIGHT_SECOND_CAST * weights
