@@ -46,6 +46,20 @@ def _with(w, training=None, **parallel):
     )
 
 
+def _fsdp(w, training):
+    """The workload on 8 GPUs under FSDP (no distributed optimizer, no CP), `training` set."""
+    return _with(
+        w,
+        training,
+        fsdp=True,
+        distributed_optimizer=False,
+        overlap_grad_reduce=False,
+        overlap_param_gather=False,
+        cp=1,
+        dp=8,
+    )
+
+
 @pytest.mark.parametrize("name", sorted(STACKS))
 def test_every_preset_setting_cites_its_source(name):
     """Each stack knob of each preset says where its value was read: a file, commit or PR."""
@@ -149,16 +163,7 @@ def test_torchao_tensorwise_casts_six_bytes_an_element_and_its_weights_each_call
 
 
 def test_fsdp2_copies_out_each_gather_and_fsdp1_does_not(llama, h100):
-    w = _with(
-        llama,
-        {"stack": "torchtitan"},
-        fsdp=True,
-        distributed_optimizer=False,
-        overlap_grad_reduce=False,
-        overlap_param_gather=False,
-        cp=1,
-        dp=8,
-    )
+    w = _fsdp(llama, {"stack": "torchtitan"})
     cost, lay = CostModel(h100), layout(w.parallel, h100.node.gpus)
     two = fsdp.layer_comm(w, cost, lay)
     one = fsdp.layer_comm(_with(w, {"fsdp_impl": "fsdp1"}), cost, lay)
@@ -257,16 +262,7 @@ def test_float8_all_gather_sends_linear_weights_in_fp8_and_casts_none_per_call(l
     its linear weights in one byte, the rest in two; no weight is cast in each call."""
     from simsp.model.params import layer_params_per_rank, linear_params_per_rank
 
-    w = _with(
-        llama,
-        {"precision": "fp8", "stack": "torchtitan", "fp8_recipe": "tensorwise"},
-        fsdp=True,
-        distributed_optimizer=False,
-        overlap_grad_reduce=False,
-        overlap_param_gather=False,
-        cp=1,
-        dp=8,
-    )
+    w = _fsdp(llama, {"precision": "fp8", "stack": "torchtitan", "fp8_recipe": "tensorwise"})
     gathered = _with(w, {"fp8_param_gather": True})
     params = layer_params_per_rank(w.model, 1)
     linear = linear_params_per_rank(w.model, 1)
