@@ -162,16 +162,10 @@ class ComputeModel:
         cal, gpu = hw.calibration, hw.gpu
         self.tables = {
             "bf16": GemmTables.read(
-                cal.gemm,
-                cal.gemm_model,
-                gpu.gemm_max_tflops,
-                cal.gemm_table_fraction,
+                cal.gemm, cal.gemm_model, gpu.gemm_max_tflops, cal.gemm_table_fraction
             ),
             "fp8": GemmTables.read(
-                cal.gemm_fp8,
-                cal.gemm_model_fp8,
-                gpu.gemm_max_fp8_tflops,
-                cal.gemm_table_fraction,
+                cal.gemm_fp8, cal.gemm_model_fp8, gpu.gemm_max_fp8_tflops, cal.gemm_table_fraction
             ),
         }
         self.ceiling_tflops = self.tables["bf16"].ceiling_tflops
@@ -319,8 +313,9 @@ class ComputeModel:
         """An element-wise kernel moving nbytes through HBM: at the measured rate of its kind
         (fused layer-norm, fused Adam, a cross-entropy implementation) where the hardware file
         has one, else the curve's. `kernels` > 1: the bytes moved by that many eager torch
-        kernels of equal share, each on the curve at its own size (the measured rates are of
-        fused kernels)."""
+        kernels (model/blocks/elementwise.py), at the hardware's measured eager rate of the kind
+        (GB/s of the fused kernel's bytes, MemoryBoundSpec.eager_gbps) where it has one, else
+        as that many kernels of equal share, each on the curve at its own size."""
         if kernels > 1:
             measured = self.hw.memory_bound.eager_gbps(kind, backward)
             if measured:  # the eager ops of a kind, timed together against the fused bytes

@@ -9,11 +9,13 @@ between two GEMMs into one generated kernel, moving what the fused kernel moves
 with fullgraph; GEMMs stay cuBLAS, SDPA stays its own kernel).
 
 EAGER holds, per op kind, the bytes the eager ops move as a multiple of the fused op's bytes and
-how many kernels move them, counted from the model code op by op (each count below); priced
-kernel by kernel on the hardware's element-wise curve (cost/compute.py), which is checked
-against Liger-Kernel's eager-against-fused measurements (hardware/calibration/sources/
-liger-kernel/, tests/test_torch_kernel_sources.py). Kinds not listed run as one torch kernel
-moving the fused bytes (residual adds, torch's own layer_norm and GeLU kernels).
+how many kernels move them, counted from the model code op by op (each count below). The cost
+model (cost/compute.py memory_bound) times them at the hardware's measured eager rate of the
+kind where it has one (Liger-Kernel's eager-against-fused measurements, hardware/calibration/
+sources/liger-kernel/, or `simsp profile memory`), else kernel by kernel on the element-wise
+curve, which tests/test_torch_kernel_sources.py shows is 1.2-2.9x optimistic against those
+measurements. Kinds not listed run as one torch kernel moving the fused bytes (residual adds,
+torch's own layer_norm and GeLU kernels).
 """
 
 import dataclasses
