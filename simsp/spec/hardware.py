@@ -298,6 +298,11 @@ def hardware_rules(hw: "HardwareSpec"):
         "memory_bound.unfused_cross_entropy_gbps",
         "memory_bound.native_cross_entropy_gbps",
         "memory_bound.te_cross_entropy_gbps",
+        *(
+            f"memory_bound.eager_{k}_{d}_gbps"
+            for k in ("rmsnorm", "rope", "swiglu")
+            for d in ("fwd", "bwd")
+        ),
         "calibration.adam_gbps",
     ):
         value = _value(hw, key)
