@@ -279,3 +279,26 @@ def test_float8_all_gather_sends_linear_weights_in_fp8_and_casts_none_per_call(l
     weights = qkv[0].gemm.n * qkv[0].gemm.k
     assert qkv[0].fwd_bytes - qkv[1].fwd_bytes == pytest.approx(5 * weights)
     assert qkv[0].bwd_bytes - qkv[1].bwd_bytes == pytest.approx(3 * weights)
+
+
+def test_fsdp_reshard_after_forward_decides_the_backward_gathers(llama, h100):
+    """FSDP2's reshard_after_forward: default reshards without pipelining (torchtitan), never
+    keeps the layer gathered from forward to backward (no backward gather, the stage's
+    parameters in flight), always gathers again even under PP."""
+    from simsp.model.params import layer_params_per_rank
+
+    w = _fsdp(llama, {"stack": "torchtitan"})
+    cost, lay = CostModel(h100), layout(w.parallel, h100.node.gpus)
+    default = fsdp.layer_comm(w, cost, lay)
+    never = fsdp.layer_comm(_with(w, fsdp_reshard_after_forward="never"), cost, lay)
+    assert default.backward_gathers and not never.backward_gathers
+    f_default, b_default = fsdp.exposed_s(default, 4, 1e-3, 2e-3)
+    f_never, b_never = fsdp.exposed_s(never, 4, 1e-3, 2e-3)
+    assert f_never == f_default and b_never < b_default
+    layer = layer_params_per_rank(w.model, 1)
+    stage = 32 * layer
+    kept = _with(w, fsdp_reshard_after_forward="never")
+    assert fsdp.in_flight_bytes(kept, stage) - fsdp.in_flight_bytes(w, stage) == 2 * (
+        stage - 2 * layer
+    )
+    assert _with(w, pp=2, dp=4, fsdp_reshard_after_forward="always").parallel.fsdp_reshards

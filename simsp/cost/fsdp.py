@@ -81,7 +81,7 @@ def layer_comm(w: Workload, cost, lay: Layout) -> LayerComm:
     return LayerComm(
         gather,
         reduce,
-        backward_gathers=w.parallel.pp == 1,
+        backward_gathers=w.parallel.fsdp_reshards,
         sm_share=cost.hw.calibration.collective_sm_share,
         copy_out_s=copy,
     )
@@ -140,10 +140,11 @@ def beside_s(compute_s: float, comm_s: float, sm_share: float) -> float:
 def in_flight_bytes(w: Workload, stage_params: float) -> float:
     """Unsharded buffers one rank holds at its peak: with resharding, two layers' gathered
     16-bit parameters (the one computing and the one prefetched) and two layers' unsharded
-    gradients in their reduce type (the one reduce-scattering and the one being produced); with
-    pipelining (kept gathered) the whole stage's 16-bit parameters instead of the two layers."""
+    gradients in their reduce type (the one reduce-scattering and the one being produced);
+    kept gathered (pipelining, or fsdp_reshard_after_forward never) the whole stage's 16-bit
+    parameters instead of the two layers."""
     layer = layer_params_per_rank(w.model, w.parallel.tp)
-    gathered = BYTES_16BIT * (2 * layer if w.parallel.pp == 1 else stage_params)
+    gathered = BYTES_16BIT * (2 * layer if w.parallel.fsdp_reshards else stage_params)
     return gathered + 2 * grad_bytes(w) * layer
 
 

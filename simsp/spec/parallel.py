@@ -7,6 +7,9 @@ from simsp.spec.hashed import HashedOnce
 from simsp.spec.schedules import REGISTRY, SCHEDULES, chunks_of
 
 RECOMPUTE_MODES = ("none", "selective", "full", "op")
+RESHARD_AFTER_FORWARD = ("default", "always", "never")
+"""FSDP2's reshard_after_forward policies, as torchtitan names them
+(parallelism.fsdp_reshard_after_forward)."""
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj")
 """Megatron-Core's output-discarding recompute modules simsp prices (--recompute-modules;
 transformer_config.py): core attention; a mixture of experts' activation; the norms before a
@@ -25,6 +28,7 @@ __all__ = [
     "DIMENSIONS",
     "EXPERT_DIMENSIONS",
     "RECOMPUTE_MODES",
+    "RESHARD_AFTER_FORWARD",
     "SCHEDULES",
     "ParallelSpec",
 ]
@@ -129,6 +133,13 @@ class ParallelSpec(HashedOnce):
     """With fsdp, the ranks a parameter is sharded over; 0 means all of dp x cp, fewer is
     hybrid sharding (HSDP: torchtitan's data_parallel_shard_degree), the gradients then
     all-reduced over the replicas of a shard."""
+    fsdp_reshard_after_forward: str = field(
+        default="default", metadata={"choices": RESHARD_AFTER_FORWARD}
+    )
+    """With fsdp, whether a layer's gathered parameters are freed after its forward and gathered
+    again for its backward (FSDP2's reshard_after_forward): default (torchtitan's: yes without
+    pipelining, no with it, torchtitan/distributed/fsdp.py), always or never (kept gathered
+    from forward to backward: the stage's parameters in flight)."""
     overlap_grad_reduce: bool = False
     """Overlap the gradient all-reduce (reduce-scatter with the distributed optimizer) with
     backward, bucket by bucket (Megatron-Core's --overlap-grad-reduce)."""
@@ -218,6 +229,14 @@ class ParallelSpec(HashedOnce):
             moe_a2a_overlap=self.moe_a2a_overlap,
             recompute_modules=self.recompute_modules,
         )
+
+    @property
+    def fsdp_reshards(self) -> bool:
+        """Whether FSDP frees a layer's gathered parameters after its forward (and gathers
+        them again for its backward)."""
+        if self.fsdp_reshard_after_forward == "default":
+            return self.pp == 1
+        return self.fsdp_reshard_after_forward == "always"
 
     def recomputes(self, module: str) -> bool:
         """Whether selective recompute re-runs this module (RECOMPUTE_MODULES)."""

@@ -23,6 +23,7 @@ from simsp.spec.parallel import (
     DISPATCHERS,
     RECOMPUTE_MODES,
     RECOMPUTE_MODULES,
+    RESHARD_AFTER_FORWARD,
     SCHEDULES,
 )
 from simsp.spec.pipeline_layout import parse as parse_layout
@@ -262,6 +263,12 @@ def _expert_rules(w: Workload):
         m.router_score,
         m.router_score in ROUTER_SCORES,
         f"must be one of {', '.join(ROUTER_SCORES)}",
+    )
+    yield (
+        "parallel.fsdp_reshard_after_forward",
+        p.fsdp_reshard_after_forward,
+        p.fsdp_reshard_after_forward in RESHARD_AFTER_FORWARD,
+        f"must be one of {', '.join(RESHARD_AFTER_FORWARD)}",
     )
     yield (
         "parallel.moe_dispatcher",
