@@ -186,7 +186,7 @@ def test_every_case_beyond_the_gap_bound_has_a_written_reason():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 19.5%, bias -17.5% "
+    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 19.2%, bias -17.2% "
     "(naive 33.2%); fine-grained experts (Qwen3, gpt-oss) run slower than priced",
 )
 def test_moe_set_meets_the_issues_bar():

@@ -342,6 +342,8 @@ class ComputeModel:
         mb = self.hw.memory_bound
         if kind in ("layernorm", "rmsnorm"):
             return mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
+        if kind == "swiglu":
+            return mb.swiglu_bwd_gbps if backward else mb.swiglu_fwd_gbps
         if kind == "adam":
             return self.hw.calibration.adam_gbps
         if kind.startswith(CROSS_ENTROPY_KIND):

@@ -66,6 +66,12 @@ class MemoryBoundSpec:
     """The same for Megatron's fused (native) cross-entropy; 0 means use the curve."""
     te_cross_entropy_gbps: float = 0.0
     """The same for Transformer Engine's Triton cross-entropy; 0 means use the curve."""
+    swiglu_fwd_gbps: float = 0.0
+    """Measured rate of the fused SwiGLU activation as Megatron-Core runs it (bias_swiglu_impl,
+    its @jit_fuser functions under torch.compile), GB/s of the bytes simsp counts for it
+    (model/blocks/mlp.py); 0 means use the curve."""
+    swiglu_bwd_gbps: float = 0.0
+    """The same for its backward (swiglu_back)."""
     eager_rmsnorm_fwd_gbps: float = 0.0
     """Measured rate of an RMSNorm run as eager torch ops (fp32 upcast), GB/s of the bytes the
     fused kernel moves (model/blocks/elementwise.py); 0 means count its ops' bytes on the
@@ -298,6 +304,8 @@ def hardware_rules(hw: "HardwareSpec"):
         "memory_bound.unfused_cross_entropy_gbps",
         "memory_bound.native_cross_entropy_gbps",
         "memory_bound.te_cross_entropy_gbps",
+        "memory_bound.swiglu_fwd_gbps",
+        "memory_bound.swiglu_bwd_gbps",
         *(
             f"memory_bound.eager_{k}_{d}_gbps"
             for k in ("rmsnorm", "rope", "swiglu")
