@@ -151,6 +151,14 @@ def test_hardware_eager_rates_are_the_derived_rows():
     for field in (f for f in EAGER_RATES["dgx-h100"] if f.startswith("eager")):
         want = getattr(h100.memory_bound, field) * ratio
         assert getattr(meta.memory_bound, field) == pytest.approx(want, abs=0.05), field
+    # Megatron's fused SwiGLU, far from either part's HBM rate: the same GH100 SMs and clocks on
+    # the H200; on the 500 W part, scaled by its tensor_clock_fraction
+    h200 = load_hardware(REPO / "hardware" / "hgx-h200.yaml")
+    clock = meta.gpu.tensor_clock_fraction
+    for field in ("swiglu_fwd_gbps", "swiglu_bwd_gbps"):
+        rate = getattr(h100.memory_bound, field)
+        assert getattr(h200.memory_bound, field) == rate
+        assert getattr(meta.memory_bound, field) == pytest.approx(rate * clock, abs=0.05)
 
 
 def test_the_counted_eager_ops_stay_below_the_measured_times():
