@@ -85,7 +85,7 @@ def elementwise_layer(ops: tuple[Op, ...], mode: str) -> tuple[Op, ...]:
 def eager(op: Op) -> Op:
     """One op as eager torch ops (unchanged for kinds EAGER does not list)."""
     e = EAGER.get(op.kind)
-    if e is None or op.gemm or op.attention:
+    if e is None:
         return op
     return dataclasses.replace(
         op,
