@@ -59,11 +59,26 @@ def add_set_arg(p: argparse.ArgumentParser) -> None:
         help="set a numeric hardware key over the file's value, e.g. network.nic_gbps=800 "
         "(repeatable; link rates scale the measured collective tables)",
     )
+    p.add_argument(
+        "--hbm-headroom",
+        dest="hardware_set",
+        action="append",
+        type=lambda gib: f"gpu.hbm_reserve_gib={gib}",
+        metavar="GIB",
+        help="HBM a layout must leave free beside its peak for the CUDA context and NCCL "
+        "(default the hardware file's gpu.hbm_reserve_gib, 4 GiB on an H100; the allocator's "
+        "share, gpu.allocator_reserve, comes on top)",
+    )
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
     """The workload file, the hardware file, --model, and one override flag per knob."""
-    p.add_argument("workload", help="workload YAML (see workloads/)")
+    p.add_argument(
+        "workload",
+        nargs="?",
+        help="workload YAML (see workloads/); may be left out with --model, --seq-len and "
+        "--global-batch",
+    )
     p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
     add_set_arg(p)
     p.add_argument(
@@ -97,6 +112,11 @@ def overrides(args) -> dict:
     if getattr(args, "hf_model", None):
         out["model"]["hf_config"] = args.hf_model
     return out
+
+
+def source(args) -> str:
+    """The file a run's workload came from: the workload YAML, or the --model config.json."""
+    return str(args.workload or args.hf_model)
 
 
 def load(args):

@@ -5,7 +5,14 @@ import dataclasses
 import sys
 
 from simsp import __version__
-from simsp.cli.arguments import Parser, add_set_arg, add_workload_args, load, print_json
+from simsp.cli.arguments import (
+    Parser,
+    add_set_arg,
+    add_workload_args,
+    load,
+    print_json,
+    source,
+)
 from simsp.errors import InputError
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.textfile import check_output, write_text
@@ -20,7 +27,7 @@ def cmd_memory(args) -> None:
     from simsp.sim.memory import memory_report
 
     w, hw = load(args)
-    check_memory(w, args.workload, args.max_actions)
+    check_memory(w, source(args), args.max_actions)
     report = memory_report(w, hw)
     if args.json:
         print_json({**report.to_dict(), "params": total_params(w.model)})
@@ -31,7 +38,8 @@ def cmd_memory(args) -> None:
 def configuration(w, hw, args) -> dict:
     """What a run ran: the files, and every model, training and parallel setting as used."""
     return {
-        "workload_file": str(args.workload),
+        "workload_file": args.workload and str(args.workload),
+        "model_file": args.hf_model and str(args.hf_model),
         "hardware_file": hw.source,
         "model": dataclasses.asdict(w.model),
         "training": w.training.as_run(),
@@ -43,7 +51,7 @@ def _closed_form(w, hw, args) -> None:
     """A run over the action limit whose closed form does not walk the schedule: the estimate,
     said to be one in its first line (and in the JSON's `tier` and `note`)."""
     from simsp.present.accuracy import accuracy_line
-    from simsp.present.report import accuracy_dict, describe
+    from simsp.present.report import accuracy_dict, describe, memory_verdict
     from simsp.sim.budget import over_limit_reason, work
     from simsp.sim.closed_form import estimate
 
@@ -71,6 +79,7 @@ def _closed_form(w, hw, args) -> None:
                 "memory": {
                     "capacity_bytes": e.capacity_bytes,
                     "fits": e.fits,
+                    "reserve_bytes": e.reserve_bytes,
                     "peak_bytes": e.peak_bytes,
                 },
                 "accuracy": accuracy_dict(hw, w.training.precision, w.training.stack),
@@ -80,9 +89,9 @@ def _closed_form(w, hw, args) -> None:
         return
     print(
         f"{note}\n{describe(w, hw)}\niteration {e.iteration_time_s:.3f} s   MFU {e.mfu:.1%}   "
-        f"HFU {e.hfu:.1%}   {e.tokens_per_s:,.0f} tokens/s\nmemory peak "
-        f"{e.peak_bytes / 2**30:.2f} GiB of {e.capacity_bytes / 2**30:.0f} GiB: "
-        f"{'fits' if e.fits else 'DOES NOT FIT'}\n"
+        f"HFU {e.hfu:.1%}   {e.tokens_per_s:,.0f} tokens/s\nmemory "
+        + memory_verdict(e.peak_bytes, e.reserve_bytes, e.capacity_bytes)
+        + "\n"
         + accuracy_line(hw, w.training.precision, stack=w.training.stack)
     )
 
@@ -100,7 +109,7 @@ def cmd_run(args) -> None:
             args.trace, "--trace", args.trace, "is also the --timeline; name two files"
         )
     w, hw = load(args)
-    if not plan_run(w, args.workload, args.max_actions):
+    if not plan_run(w, source(args), args.max_actions):
         _closed_form(w, hw, args)
         return
     size = work(w)
@@ -188,6 +197,9 @@ def parser() -> Parser:
     from simsp.cli.sweep import register as register_sweep
 
     register_sweep(sub)
+    from simsp.cli.plan import register as register_plan
+
+    register_plan(sub)
     from simsp.cli.trace import register as register_overlay
 
     register_overlay(sub)

@@ -160,12 +160,39 @@ def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     return build(ModelSpec, section, file, prefix="model.")
 
 
+def model_name(hf_path) -> str:
+    """A model's name from its config.json: the folder holding it
+    (workloads/models/llama-3.1-70b/config.json -> llama-3.1-70b), or the file's stem where the
+    file has a name of its own (qwen3.json -> qwen3)."""
+    path = Path(hf_path).resolve()
+    return path.parent.name if path.name == "config.json" else path.stem
+
+
 def load_workload(path, overrides: dict | None = None) -> Workload:
     """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...},
-    'training': {...}}), validate."""
-    data = read_yaml(path)
-    unknown_top_keys(data, path, ("name", "model", "training", "parallel"))
+    'training': {...}}), validate. A `--model` override names the run after its model.
+
+    With no file (path None) the workload is the `--model` config.json alone: its seq_len and
+    global batch must be given (`--seq-len`, `--global-batch`), the micro batch is 1 and every
+    other setting takes its default (spec/workload.py, spec/parallel.py)."""
     overrides = dict(overrides or {})
+    hf_model = (overrides.get("model") or {}).get("hf_config")
+    if path is None:
+        if not hf_model:
+            raise InputError("workload", "workload", None, "give a workload file or --model")
+        for flag, section, key in (
+            ("--seq-len", "model", "seq_len"),
+            ("--global-batch", "training", "global_batch"),
+        ):
+            if (overrides.get(section) or {}).get(key) is None:
+                raise InputError(flag, key, None, "is required with --model and no workload")
+        path = hf_model
+        data = {"model": {}, "training": {"micro_batch": 1}}
+    else:
+        data = read_yaml(path)
+    unknown_top_keys(data, path, ("name", "model", "training", "parallel"))
+    if hf_model:
+        data["name"] = model_name(hf_model)
     model_overrides = overrides.pop("model", {}) or {}
     for section in ("training", "parallel"):
         given = data.get(section)
