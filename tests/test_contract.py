@@ -9,7 +9,14 @@ import pytest
 from simsp.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMORY_KEYS = {"capacity_bytes", "fits", "peak_bytes", "stages", "activation_per_layer_bytes"}
+MEMORY_KEYS = {
+    "capacity_bytes",
+    "fits",
+    "reserve_bytes",
+    "peak_bytes",
+    "stages",
+    "activation_per_layer_bytes",
+}
 STAGE_KEYS = {"stage", "peak_bytes", "weights_and_optimizer_bytes", "activation_bytes"}
 BREAKDOWN_KEYS = {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"}
 

@@ -132,11 +132,23 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
             f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  "
             f"{_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
         )
-    verdict = "fits" if r.fits else "DOES NOT FIT"
-    lines.append(
-        f"peak {r.peak_bytes / GIB:.2f} GiB of {r.capacity_bytes / GIB:.0f} GiB: {verdict}"
-    )
+    lines.append(memory_verdict(r.peak_bytes, r.reserve_bytes, r.capacity_bytes))
     return "\n".join(lines)
+
+
+def memory_verdict(peak: float, reserve: int, capacity: int) -> str:
+    """The peak, the reserve it must leave free and whether both fit, in one line; a peak that
+    fits only without the reserve says so."""
+    head = (
+        f"peak {peak / GIB:.2f} GiB + reserve {reserve / GIB:.2f} (context, NCCL, allocator) "
+        f"of {capacity / GIB:.0f} GiB"
+    )
+    free = capacity - peak - reserve
+    if free >= 0:
+        return f"{head}: fits, {free / GIB:.2f} GiB free"
+    if peak <= capacity:
+        return f"{head}: DOES NOT FIT with the reserve; the peak alone is within the capacity"
+    return f"{head}: DOES NOT FIT"
 
 
 def accuracy_dict(hw: HardwareSpec, precision: str, stack: str = "megatron") -> dict | None:
@@ -178,8 +190,8 @@ def run_summary(r: Result) -> str:
         + (f"FSDP comm {br['fsdp_comm_s']:.3f} s, " if r.workload.parallel.fsdp else "")
         + f"bubble {_seconds(br['bubble_s'])} s, "
         f"optimizer {br['optimizer_s']:.3f} s",
-        f"memory peak {r.memory.peak_bytes / GIB:.2f} GiB of {r.memory.capacity_bytes / GIB:.0f} "
-        f"GiB: {'fits' if r.memory.fits else 'DOES NOT FIT'}",
+        "memory "
+        + memory_verdict(r.memory.peak_bytes, r.memory.reserve_bytes, r.memory.capacity_bytes),
         accuracy_line(r.hardware, r.workload.training.precision, stack=r.workload.training.stack)
         + (
             " (dense runs; mixture-of-experts runs: `simsp validate --set moe`)"

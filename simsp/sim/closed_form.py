@@ -33,6 +33,7 @@ from simsp.cost import stage_time as st
 from simsp.cost.gradient_sync import chunked_gradients_done_s, gradient_windows, gradients_done_s
 from simsp.cost.layer_time import layer_time
 from simsp.model import layer as L
+from simsp.model import stack
 from simsp.model.flops import hardware_flops, model_flops, utilization
 from simsp.sim import memory
 from simsp.sim.memory import CLASSIC
@@ -40,7 +41,7 @@ from simsp.sim.plan import Parts, StageCosts, stage_costs
 from simsp.sim.schedule import build, stage_and_chunk, virtual_stage
 from simsp.sim.walk import SECONDS, arrival, output, target
 from simsp.spec.hardware import HardwareSpec
-from simsp.spec.layout import LAYER_GROUPS
+from simsp.spec.layout import LAYER_GROUPS, layout
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.workload import TrainingSpec, Workload
@@ -61,11 +62,13 @@ class Estimate:
     bubble_s: float = 0.0
     """Stage 0's idle time: the iteration less its passes, sends, exposed DP time and optimizer
     step (the event tier's breakdown()['bubble_s'])."""
+    reserve_bytes: int = 0
+    """What must stay free beside the peak (HardwareSpec.reserve_bytes)."""
 
     @property
     def fits(self) -> bool:
-        """Whether the most loaded stage fits in HBM."""
-        return self.peak_bytes <= self.capacity_bytes
+        """Whether the most loaded stage fits in HBM with the reserve left free."""
+        return self.peak_bytes + self.reserve_bytes <= self.capacity_bytes
 
 
 # ---------------------------------------------------------------------------- the time formula
@@ -294,21 +297,38 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
     ends = pipeline_ends(c)
     done = stage_done_s(c, ends)
     t = max(done) + max(c.step_s)
-    gb, gpus, peak = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
+    gb, gpus, peak_flops = w.training.global_batch, w.parallel.gpus, hw.gpu.peak_tflops
+    peak = memory.peak_bytes(w)
     return Estimate(
         iteration_time_s=t,
-        mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak),
+        mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak_flops),
         hfu=utilization(
             hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp, w.recomputed_layers),
             t,
             gpus,
-            peak,
+            peak_flops,
         ),
         tokens_per_s=gb * w.model.seq_len / t,
-        peak_bytes=memory.peak_bytes(w),
+        peak_bytes=peak,
         capacity_bytes=hw.hbm_bytes,
         bubble_s=bubble_s(c, ends, done),
+        reserve_bytes=hw.reserve_bytes(peak),
     )
+
+
+def floor_s(w: Workload, hw: HardwareSpec) -> float:
+    """A lower bound of estimate(w, hw).iteration_time_s, for a search to skip what cannot win:
+    the most loaded stage's layer passes, m microbatches of them (a forward, and the cheaper of
+    a backward or its input and weight halves), nothing else. Every other term of the closed
+    form (the end stages' embedding and loss, sends, the bubble, exposed DP, the optimizer)
+    adds time. 0 where layers differ in cost (a mixed stack; some layers not recomputed)."""
+    par = w.parallel
+    if not stack.uniform(w.model) or par.recompute_num_layers or par.recompute_per_stage:
+        return 0.0
+    lt = MEMOISED.layer(w, cost_model(hw), layout(par, hw.node.gpus))
+    per_layer = lt.forward_s + min(lt.backward_s, lt.input_s + lt.weight_s)
+    most = max(par.stage_layers(w.model.layers, s) for s in range(par.pp))
+    return w.microbatches * most * per_layer
 
 
 def clear_caches() -> None:

@@ -56,6 +56,9 @@ class MemoryReport:
     capacity_bytes: int
     activation_per_layer_bytes: float
     stages: tuple[StageMemory, ...]
+    reserve_bytes: int = 0
+    """What the run must leave free beside its peak (HardwareSpec.reserve_bytes): the CUDA
+    context, NCCL's buffers and the allocator's share."""
 
     @property
     def peak_bytes(self) -> float:
@@ -64,14 +67,20 @@ class MemoryReport:
 
     @property
     def fits(self) -> bool:
-        """Whether every stage fits in HBM."""
-        return self.peak_bytes <= self.capacity_bytes
+        """Whether every stage fits in HBM with the reserve left free."""
+        return self.peak_bytes + self.reserve_bytes <= self.capacity_bytes
+
+    @property
+    def within_reserve(self) -> bool:
+        """Does not fit, but only by the reserve: the peak alone is within the capacity."""
+        return not self.fits and self.peak_bytes <= self.capacity_bytes
 
     def to_dict(self) -> dict:
         """The `memory` object of the `simsp run --json` contract (docs/architecture.md)."""
         return {
             "capacity_bytes": self.capacity_bytes,
             "fits": self.fits,
+            "reserve_bytes": self.reserve_bytes,
             "peak_bytes": round(self.peak_bytes),
             "stages": [
                 {
@@ -406,4 +415,5 @@ def memory_report(w: Workload, hw: HardwareSpec) -> MemoryReport:
     per_layer = activation_per_layer_bytes(
         w.model, w.parallel, w.training.micro_batch, w.training.numerics
     )
-    return MemoryReport(hw.hbm_bytes, per_layer, stages)
+    peak = max(s.peak_bytes for s in stages)
+    return MemoryReport(hw.hbm_bytes, per_layer, stages, hw.reserve_bytes(peak))

@@ -15,6 +15,15 @@ class GpuSpec:
     """HBM capacity per GPU."""
     hbm_gbps: float
     """Datasheet HBM bandwidth, GB/s (1e9 B/s)."""
+    hbm_reserve_gib: float = field(default=4.0, kw_only=True)
+    """HBM a training process holds outside PyTorch's caching allocator, which a layout must
+    leave free: the gap between the nominal and the usable capacity, the CUDA context and loaded
+    kernels, NCCL's buffers (NVLS included). 4.0 for an H100 80GB (0.8 + 1.0 + 2.0 + 0.2),
+    hardware/calibration/sources/hbm-headroom.md; `--hbm-headroom GIB` sets it."""
+    allocator_reserve: float = field(default=0.04, kw_only=True)
+    """What PyTorch's caching allocator reserves beyond the peak it hands out, as a fraction of
+    that peak: the median over 152 ranks of Megatron runs on B200 (max_memory_reserved /
+    max_memory_allocated - 1 = 4.0%, p90 7.3%; SimuMax@4dcaae5, hbm-headroom.md)."""
     gemm_max_tflops: float
     """Best achieved dense GEMM rate (MAMF); the roofline fallback's ceiling."""
     peak_fp8_tflops: float = 0.0
@@ -201,6 +210,12 @@ class HardwareSpec:
         """HBM capacity per GPU in bytes."""
         return int(self.gpu.hbm_gib * 1024**3)
 
+    def reserve_bytes(self, peak_bytes: float) -> int:
+        """HBM a run with this peak must leave free beside it: the fixed reserve outside the
+        allocator and the allocator's share over the peak (GpuSpec.hbm_reserve_gib,
+        allocator_reserve)."""
+        return round(self.gpu.hbm_reserve_gib * 1024**3 + self.gpu.allocator_reserve * peak_bytes)
+
     @property
     def label(self) -> str:
         """The name, and any `--set` overrides: `dgx-h100 [network.nic_gbps=800]`."""
@@ -295,6 +310,18 @@ def hardware_rules(hw: "HardwareSpec"):
         g.tensor_clock_fraction,
         0 < g.tensor_clock_fraction <= 1,
         "must be a fraction in (0, 1]: a power limit slows the tensor cores, never speeds them",
+    )
+    yield (
+        "gpu.hbm_reserve_gib",
+        g.hbm_reserve_gib,
+        0 <= g.hbm_reserve_gib < g.hbm_gib,
+        f"must be at least 0 and below the GPU's hbm_gib ({g.hbm_gib:g})",
+    )
+    yield (
+        "gpu.allocator_reserve",
+        g.allocator_reserve,
+        0 <= g.allocator_reserve < 1,
+        "must be a fraction in [0, 1) of the peak the allocator hands out",
     )
     yield _efficiencies("memory_bound.efficiency_by_bytes", mb.efficiency_by_bytes)
     yield _efficiencies("calibration.gemm_fallback_efficiency", cal.gemm_fallback_efficiency)
