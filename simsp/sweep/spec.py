@@ -233,15 +233,23 @@ def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
     for key, value in values.items():
         section, field, _ = GRID_KEYS[key]
         sections[section][field] = parse_bias(value) if field == "bias" else value
-    par = dataclasses.replace(base.parallel, **sections["parallel"])
-    model_parallel = par.tp * par.cp * par.pp
+    given = sections["parallel"]
+
+    def get(field: str):
+        return given.get(field, getattr(base.parallel, field))
+
+    model_parallel = get("tp") * get("cp") * get("pp")
     if gpus % model_parallel:
         return None
-    par = dataclasses.replace(
-        par, dp=gpus // model_parallel, sequence_parallel=par.sequence_parallel and par.tp > 1
-    )
-    if par.schedule in REGISTRY and REGISTRY[par.schedule].chunks is not None:
-        par = dataclasses.replace(par, virtual_stages=1)  # the schedule fixes its chunks
+    changes = {
+        **given,
+        "dp": gpus // model_parallel,
+        "sequence_parallel": get("sequence_parallel") and get("tp") > 1,
+    }
+    schedule = get("schedule")
+    if schedule in REGISTRY and REGISTRY[schedule].chunks is not None:
+        changes["virtual_stages"] = 1  # the schedule fixes its chunks
+    par = dataclasses.replace(base.parallel, **changes)  # one replace: 27 fields each time
     model = (
         dataclasses.replace(base.model, **sections["model"]) if sections["model"] else base.model
     )
@@ -281,6 +289,35 @@ def _first(counts: "Counts", reason: str | None) -> None:
         counts.reason = reason
 
 
+def admit(
+    base: Workload,
+    values: dict,
+    gpus: int,
+    hw: HardwareSpec,
+    source: str,
+    max_actions: int = DEFAULT_MAX_ACTIONS,
+    explicit_schedule: bool = True,
+) -> tuple[str, "Config | str"]:
+    """One grid point judged: ("ok", its Config), or (why not: "invalid", "too_big", or
+    "fallback-invalid", the reason), or ("fallback", Config) for an inherited interleaved
+    schedule run as 1F1B."""
+    w = _variant(base, values, gpus)
+    if w is None:
+        return "invalid", f"tp x cp x pp does not divide the {gpus} GPUs ({values})"
+    broken, outcome = _broken(w, source), "ok"
+    if broken and not explicit_schedule and w.parallel.schedule == "interleaved":
+        w = _as_1f1b(w)
+        broken = _broken(w, source)
+        outcome = "fallback"
+    if broken:
+        return "invalid", broken
+    w = _normalised(w)
+    size = work(w)
+    if size.actions > max_actions:
+        return "too_big", f"{describe_config(w)}: {size.describe()}, over --max-actions"
+    return outcome, Config(config_key(w, hw), w, hw)
+
+
 def enumerate_configs(
     spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS
 ) -> tuple[list[Config], Counts]:
@@ -293,33 +330,20 @@ def enumerate_configs(
         for combo in itertools.product(*(v for _, v in spec.grid)):
             counts.grid_points += 1
             values = dict(zip(keys, combo, strict=True))
-            w = _variant(spec.workload, values, spec.gpus)
-            if w is None:
-                counts.invalid += 1
-                _first(counts, f"tp x pp does not divide the {spec.gpus} GPUs ({values})")
+            outcome, found = admit(
+                spec.workload, values, spec.gpus, hw, spec.source, max_actions, explicit_schedule
+            )
+            if isinstance(found, str):
+                counts.invalid += outcome == "invalid"
+                counts.too_big += outcome == "too_big"
+                _first(counts, found)
                 continue
-            broken = _broken(w, spec.source)
-            if broken and not explicit_schedule and w.parallel.schedule == "interleaved":
-                w = _as_1f1b(w)
-                fixed = _broken(w, spec.source)
-                counts.fallback += fixed is None
-                broken = fixed
-            if broken:
-                counts.invalid += 1
-                _first(counts, broken)
-                continue
-            w = _normalised(w)
-            size = work(w)
-            if size.actions > max_actions:
-                counts.too_big += 1
-                _first(counts, f"{describe_config(w)}: {size.describe()}, over --max-actions")
-                continue
-            key = config_key(w, hw)
-            if key in seen:
+            counts.fallback += outcome == "fallback"
+            if found.key in seen:
                 counts.duplicates += 1
                 continue
-            seen.add(key)
-            out.append(Config(key, w, hw))
+            seen.add(found.key)
+            out.append(found)
     counts.configs = len(out)
     return out, counts
 

@@ -2,6 +2,7 @@
 
 from simsp.sweep.rows import KEY_COLUMNS, on_off, peak_gib, ranked
 from simsp.sweep.runner import Outcome
+from simsp.units import GIB
 
 
 def best(rows: list[dict], k: int) -> list[dict]:
@@ -56,6 +57,57 @@ def table(rows: list[dict]) -> str:
             f"{float(r['tokens_per_s']):9,.0f} "
             f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
             f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
+        )
+    return "\n".join(lines)
+
+
+PLAN_HEADS = {
+    "tp": "tp",
+    "cp": "cp",
+    "pp": "pp",
+    "dp": "dp",
+    "schedule": "schedule",
+    "virtual_stages": "v",
+    "micro_batch": "b",
+    "recompute": "recompute",
+    "sp": "sp",
+    "distributed_optimizer": "dist-opt",
+    "fsdp": "fsdp",
+    "ep": "ep",
+    "etp": "etp",
+}
+"""A plan table's column heads, by row column."""
+
+
+def plan_table(rows: list[dict], searched: tuple[str, ...], hw) -> str:
+    """A plan's best rows: rank, tp pp dp and every other searched setting that differs between
+    them, then time, tokens/s per GPU, MFU, peak HBM and what it leaves free beside the reserve
+    (HardwareSpec.reserve_bytes)."""
+    keys = [
+        k
+        for k in ("tp", "cp", "pp", "dp", *searched[3:])
+        if k in ("tp", "pp", "dp") or len({r[k] for r in rows}) > 1
+    ]
+
+    def shown(r, k):
+        return on_off(r[k]) if r[k] in ("true", "false") else r[k]
+
+    widths = {k: max(len(PLAN_HEADS[k]), *(len(shown(r, k)) for r in rows)) for k in keys}
+    head = (
+        " # "
+        + "".join(f"{PLAN_HEADS[k]:>{widths[k]}s} " for k in keys)
+        + f"{'time s':>8s} {'tok/s/GPU':>9s} {'MFU':>6s} {'peak GiB':>8s} {'free GiB':>8s}"
+    )
+    lines = [head]
+    for i, r in enumerate(rows, 1):
+        gpus = int(r["gpus"])
+        peak = int(r["peak_bytes"])
+        free = (int(r["capacity_bytes"]) - peak - hw.reserve_bytes(peak)) / GIB
+        lines.append(
+            f"{i:>2d} "
+            + "".join(f"{shown(r, k):>{widths[k]}s} " for k in keys)
+            + f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']) / gpus:9,.0f} "
+            f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} {free:8.2f}"
         )
     return "\n".join(lines)
 

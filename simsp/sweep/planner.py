@@ -1,0 +1,141 @@
+"""`simsp plan`'s search: every layout of a model on N GPUs in closed form, the best event-
+simulated, ranked, each with the `simsp run` command that reproduces it.
+
+The closed form screens every valid layout (sweep/layouts.py); the `simulate` fastest that fit
+are then simulated as events, exactly as `simsp run` would simulate them (sweep.execute's
+event tier), and ranked by that time. A printed row is always an event row, so its command
+reproduces its time to the bit.
+"""
+
+import shlex
+from dataclasses import dataclass
+
+from simsp.errors import InputError
+from simsp.sim.budget import DEFAULT_MAX_ACTIONS
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.knobs import KNOBS
+from simsp.spec.workload import Workload
+from simsp.sweep.execute import evaluate_analytic, executor_rows
+from simsp.sweep.layouts import SEARCHED, Space, grid_points, space
+from simsp.sweep.rows import ranked, row_key
+from simsp.sweep.spec import Counts, admit
+
+DEFAULT_SIMULATE = 32
+"""Layouts event-simulated after screening: the fastest that fit in closed form."""
+SHORT = {k.name: k.short for k in KNOBS}
+
+
+@dataclass(frozen=True)
+class Search:
+    """What a plan searched and found."""
+
+    space: Space
+    counts: Counts
+    evaluated: list[dict]
+    """Closed-form rows of the layouts evaluated, in enumeration order: every valid one with
+    `every`, else those a lower bound could not rule out."""
+    simulated: list[dict]
+    """Event rows of the best that fit in closed form, fastest first (those that fit)."""
+    fitting: int
+    """Evaluated layouts that fit, by the closed form."""
+    too_big: int = 0
+    """Layouts ruled out by their peak HBM alone, their time not evaluated."""
+
+
+def layouts(w: Workload, hw: HardwareSpec, gpus: int, s: Space, max_actions: int, source: str):
+    """The valid, distinct layouts of the space, and the counts of what was dropped."""
+    counts, seen, configs = Counts(), set(), []
+    for values, dropped in grid_points(s):
+        if dropped:
+            counts.grid_points += dropped
+            counts.invalid += dropped
+            continue
+        counts.grid_points += 1
+        outcome, found = admit(w, values, gpus, hw, source, max_actions)
+        if isinstance(found, str):
+            counts.invalid += outcome == "invalid"
+            counts.too_big += outcome == "too_big"
+            counts.reason = counts.reason or found
+        elif found.key in seen:  # SP at tp 1, interleaving of one chunk: another's run
+            counts.duplicates += 1
+        else:
+            seen.add(found.key)
+            configs.append(found)
+    counts.configs = len(configs)
+    return configs, counts
+
+
+def search(
+    w: Workload,
+    hw: HardwareSpec,
+    gpus: int,
+    fixed: dict,
+    simulate: int = DEFAULT_SIMULATE,
+    jobs: int | None = None,
+    max_actions: int = DEFAULT_MAX_ACTIONS,
+    source: str = "plan",
+    every: bool = False,
+) -> Search:
+    """Every valid layout of w's model on `gpus` GPUs of hw, the `simulate` fastest that fit in
+    closed form event-simulated; InputError when no layout is valid.
+
+    Branch and bound: layouts are taken in the order of closed_form.floor_s, a lower bound of
+    their time, and evaluated until `simulate` fit and the next one's bound is past the slowest
+    of them, so the answer is the one evaluating all would give (`every` evaluates all, for
+    --out and --pareto)."""
+    from simsp.sim.closed_form import floor_s
+    from simsp.sim.memory import peak_bytes
+
+    s = space(w, hw, gpus, fixed)
+    configs, counts = layouts(w, hw, gpus, s, max_actions, source)
+    if not configs:
+        raise InputError(
+            source,
+            "layout",
+            f"{gpus} GPUs",
+            f"no valid layout ({counts.grid_points:,} searched); the first: {counts.reason}",
+        )
+    floors = [0.0 if every else floor_s(c.workload, c.hardware) for c in configs]
+    order = sorted(range(len(configs)), key=lambda i: (floors[i], configs[i].key))
+    rows, best, too_big = {}, [], 0
+    for i in order:
+        if len(best) >= simulate and floors[i] * (1 - SLACK) > best[-1][0]:
+            break
+        c = configs[i]
+        peak = 0.0 if every else peak_bytes(c.workload)
+        if peak + c.hardware.reserve_bytes(peak) > c.hardware.hbm_bytes:
+            too_big += 1  # does not fit: its time is not needed
+            continue
+        row = rows[i] = evaluate_analytic((c.key, c.workload, c.hardware))
+        if row["fits"] == "true":
+            best.append((float(row["iteration_time_s"]), c.key, i))
+            best.sort()
+            del best[simulate:]
+    evaluated = [rows[i] for i in sorted(rows)]
+    chosen = ranked([rows[i] for _, _, i in best])
+    by_key = {c.key: c for c in configs}
+    tasks = [(k, by_key[k].workload, by_key[k].hardware) for k in map(row_key, chosen)]
+    simulated = ranked(list(executor_rows(tasks, "local", jobs)))
+    fitting = sum(r["fits"] == "true" for r in evaluated)
+    return Search(s, counts, evaluated, simulated, fitting, too_big)
+
+
+SLACK = 1e-9
+"""A bound is compared with a little room below it, for the rounding of its own sum."""
+
+
+def flag(key: str, value: str) -> list[str]:
+    """A row's value of a searched key as `simsp run` flags (`--tp 8`, `--no-sp`)."""
+    name = "--" + SHORT.get(key, key).replace("_", "-")
+    if value in ("true", "false"):
+        return [name] if value == "true" else ["--no-" + name[2:]]
+    return [name, value]
+
+
+def command(base: list[str], row: dict, searched: tuple[str, ...] = SEARCHED) -> str:
+    """The `simsp run` command that reproduces a row: the plan's own inputs (`base`), then dp
+    and every searched key as the row has them."""
+    args = ["simsp", "run", *base]
+    for key in (*searched[:3], "dp", *searched[3:]):
+        args += flag(key, row[key])
+    return shlex.join(args)
