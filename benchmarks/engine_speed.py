@@ -1,18 +1,28 @@
 """Event-simulation speed: the 1T workload (64 stages, 512 microbatches) must simulate in under
 3 s on one core, and its cost must not grow with DP (dp = 64 within 10% of dp = 1); Llama-3.1-405B
 on 18,432 H100s (tp 8, pp 18, dp 128, 7 chunks, seq 8192) must take under 5 s, loading included.
+The lean engine's targets, each case in a fresh process (process CPU time of plan + simulate,
+peak RSS of the whole process, ru_maxrss): the 1T at its shipped batch in at most 0.4 s CPU, and
+at 32,768 microbatches (4,194,304 actions, 8.3 million spans) in at most 30 s CPU and 600 MB.
 
 Usage: python benchmarks/engine_speed.py
 """
 
 import dataclasses
 import gc
+import json
+import resource
+import subprocess
+import sys
 import time
 
 from simsp.cost import cost_model
 from simsp.io.config import load_hardware, load_workload
 from simsp.sim.engine import simulate
 from simsp.sim.plan import build_plan
+
+TARGETS = {"shipped": (0.4, None), 32_768: (30.0, 600.0)}
+"""1T case -> (CPU seconds, peak RSS MB) it must stay within (None: no RSS target)."""
 
 
 def timed(w, hw):
@@ -23,7 +33,58 @@ def timed(w, hw):
     return time.perf_counter() - t, (len(sim.spans), sim.iteration_s)
 
 
+def lean_case(microbatches: int | None, repeats: int) -> dict:
+    """In this process: the 1T workload (at `microbatches` x micro_batch x dp global batch, or
+    its shipped batch for None) planned and simulated `repeats` times from a collected heap, the
+    cost model warmed first. Best process CPU seconds, peak RSS MB, microbatches, actions and
+    spans."""
+    hw = load_hardware()
+    cost_model(hw)
+    w = load_workload("workloads/gpt-1t.yaml")
+    if microbatches is not None:
+        batch = microbatches * w.training.micro_batch * w.parallel.dp
+        w = dataclasses.replace(w, training=dataclasses.replace(w.training, global_batch=batch))
+    best, actions, spans = None, 0, 0
+    for _ in range(repeats):
+        gc.collect()
+        t = time.process_time()
+        plan = build_plan(w, cost_model(hw))
+        sim = simulate(plan)
+        cpu = time.process_time() - t
+        best = cpu if best is None else min(best, cpu)
+        actions, spans = sum(map(len, plan.actions)), len(sim.spans)
+        del plan, sim
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    m = w.microbatches
+    return {"cpu_s": best, "rss_mb": rss_mb, "microbatches": m, "actions": actions, "spans": spans}
+
+
+def lean_targets():
+    """The 1T at its shipped batch and at 32,768 microbatches, each in a fresh interpreter so
+    that its peak RSS is its own, against TARGETS."""
+    for case, repeats in (("shipped", 5), (32_768, 1)):
+        arg = "0" if case == "shipped" else str(case)
+        out = subprocess.run(
+            [sys.executable, __file__, "--lean-case", arg, str(repeats)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        cpu_target, rss_target = TARGETS[case]
+        what = f"{r['microbatches']:,} microbatches" + (" (shipped)" if case == "shipped" else "")
+        meets = r["cpu_s"] <= cpu_target and (rss_target is None or r["rss_mb"] <= rss_target)
+        rss = f" (target {rss_target:.0f} MB)" if rss_target else ""
+        print(
+            f"gpt-1t at {what}: {r['cpu_s']:.2f} s CPU (target {cpu_target} s, best of "
+            f"{repeats}), peak RSS {r['rss_mb']:.0f} MB{rss}, {r['actions']:,} actions, "
+            f"{r['spans']:,} spans, {r['cpu_s'] / r['actions'] * 1e6:.2f} us CPU an action: "
+            f"{'meets' if meets else 'MISSES'} the target"
+        )
+
+
 def main():
+    lean_targets()
     hw = load_hardware()
     cost_model(hw)  # reading the calibration tables is a one-off, not simulation cost
     w = load_workload("workloads/gpt-1t.yaml")
@@ -129,4 +190,8 @@ def deepseek_v3_2048():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--lean-case"]:
+        m = int(sys.argv[2])
+        print(json.dumps(lean_case(m or None, int(sys.argv[3]))))
+    else:
+        main()

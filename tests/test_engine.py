@@ -221,3 +221,69 @@ def test_a_watched_replay_is_the_same_replay_in_slices():
         watched = simulate(plan, bar, expected)
         assert watched == plain
         assert (bar.steps, bar.closed) == (PROGRESS_STEPS, 1)
+
+
+def test_an_event_falls_due_at_the_time_it_was_given():
+    """A send's end is computed as (start + compute) + transfer; simpy's own scheduling would
+    add a delay to now, and 0.2 + (0.9 - 0.2) is not 0.9: the engine's events fall due at the
+    time itself."""
+    import simpy
+
+    from simsp.sim.engine import _Clock
+
+    now, when = 0.2, 0.9
+    assert now + (when - now) != when
+    env = _Clock(initial_time=now)
+    fired = []
+    env.at(simpy.Event(env), when).callbacks.append(lambda ev: fired.append(env.now))
+    env.run()
+    assert fired == [when]
+
+
+@pytest.mark.parametrize(
+    "name,p,m,v",
+    [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2), ("zb-h2", 4, 9, 1), ("zbv", 4, 8, 2)],
+)
+def test_one_simpy_event_per_action(name, p, m, v):
+    """Each action costs the event loop one event (its end, or its send's end, which also wakes
+    the stage waiting for it); besides those, each stage's process starts and ends."""
+    from simsp.sim.engine import _Run
+
+    plan = dataclasses.replace(uniform_plan(name, p, m, v, 0.1, 0.3), p2p_s=0.07)
+    replay = _Run(plan)
+    for s in range(p):
+        replay.env.process(replay.stage(s))
+    steps = 0
+    while replay.env.peek() < float("inf"):
+        replay.env.step()
+        steps += 1
+    assert steps == sum(map(len, plan.actions)) + 2 * p
+    assert not replay.handoffs  # every output handed over
+
+
+def test_the_trace_reads_as_spans_and_samples_from_a_few_bytes_a_row(results):
+    """Spans and memory samples are kept as columns (sim/columns.py), 64 bytes a span at most,
+    and read as Span and MemorySample records: by stage, each stage's in the order it ran them;
+    indexing and slicing agree with iterating."""
+    from simsp.sim.trace import MemorySample, Span
+
+    r = results("gpt3-175b")
+    spans, memory = r.sim.spans, r.sim.memory
+    rows = spans.stages[0]
+    columns = (rows.code, rows.start_s, rows.dur_s, rows.microbatch, rows.chunk)
+    assert sum(c.itemsize for c in columns) <= 64
+    listed = list(spans)
+    assert len(listed) == len(spans) == sum(len(b) for b in spans.stages)
+    assert all(isinstance(s, Span) for s in listed)
+    assert [s.stage for s in listed] == sorted(s.stage for s in listed)
+    assert spans[:7] == tuple(listed[:7]) and spans[-1] == listed[-1] and spans[100] == listed[100]
+    for stage in (0, r.plan.p - 1):
+        mine = [s for s in listed if s.stage == stage]
+        assert list(spans.of_stage(stage)) == mine
+        compute = [s for s in mine if s.kind in ("forward", "backward")]
+        assert all(a.end_s <= b.start_s for a, b in zip(compute, compute[1:], strict=False))
+    first = next(s for s in listed if s.kind == "forward" and s.stage == 1)
+    assert first.name == f"F mb{first.microbatch} c{first.chunk}" and first.layers > 0
+    samples = list(memory)
+    assert len(samples) == len(memory) and all(isinstance(m, MemorySample) for m in samples)
+    assert {m.stage for m in samples} == set(range(r.plan.p))

@@ -65,8 +65,9 @@ def _span_events(result, with_ops: bool) -> list[tuple]:
     """(sort key, event) for every span and, with_ops, its ops clamped inside it."""
     plan, share = result.plan, embedding_share(result) if with_ops else 0.5
     out = []
-    beside = side_spans(plan, result.sim.spans, skip=("cp_comm",) if with_ops else ())
-    for s in list(result.sim.spans) + beside:  # with ops, those draw the CP exchanges
+    spans = list(result.sim.spans)  # the engine's columns read once, as Span records
+    beside = side_spans(plan, spans, skip=("cp_comm",) if with_ops else ())
+    for s in spans + beside:  # with ops, those draw the CP exchanges
         lo, hi = _tick(s.start_s), _tick(s.end_s)
         out.append(((s.stage, _tid(s.stream), lo, -(hi - lo)), _complete(s, lo, hi)))
         if (

@@ -6,5 +6,6 @@
 * `closed_form` - the same plan folded into formulas, cross-checked against the engine;
 * `memory` - HBM per stage from the ops' saved tensors and the schedule's in-flight counts;
 * `budget` - the work a run would cost, counted before it starts;
-* `trace` - the plain records the engine emits; `result` - one iteration's record.
+* `trace` - the plain records the engine emits; `columns` - the engine's trace kept as typed
+  columns, read as those records; `result` - one iteration's record.
 """

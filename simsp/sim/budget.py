@@ -14,11 +14,14 @@ from simsp.errors import InputError
 
 DEFAULT_MAX_ACTIONS = 100_000
 """Stage-chunk-microbatches one run may replay: three times the largest shipped workload (the 1T,
-64 x 512), about 4 s and 250 MiB of engine time."""
-SECONDS_PER_ACTION = 40e-6
-"""Engine time per stage-chunk-microbatch (the 1T workload on one core: 1.3 s for 32,768)."""
-RESIDENT_BYTES_PER_ACTION = 2500
-"""Engine memory per stage-chunk-microbatch (the 1T at 6,144 microbatches: 0.96 GB for 393,216)."""
+64 x 512), about 0.6 s and 16 MB of engine time (benchmarks/engine_speed.py); what bounds a run
+past it is the memory report's walk and the trace file, not the engine."""
+SECONDS_PER_ACTION = 6e-6
+"""Engine CPU time per stage-chunk-microbatch (a forward and a backward): the 1T at 32,768
+microbatches, 2,097,152 of them in 11.2 s (benchmarks/engine_speed.py, 2026-12-03)."""
+RESIDENT_BYTES_PER_ACTION = 160
+"""Engine memory per stage-chunk-microbatch: the same run's 329 MB peak RSS (columns of spans
+and memory samples, sim/columns.py)."""
 TRACE_BYTES_PER_ACTION = 820
 """--trace JSON per stage-chunk-microbatch (the 175B, 1T and Llama-70B runs: 790 to 812)."""
 NOTICE_S = 3.0

@@ -96,26 +96,34 @@ class Result:
         )
 
     def breakdown(self, stage: int = 0) -> dict:
-        """Where one stage's iteration went; the parts sum to the iteration time."""
-        spans = [s for s in self.sim.spans if s.stage == stage]
-        passes = [s for s in spans if s.kind in PASS_TP]
-        plan = self.plan
+        """Where one stage's iteration went; the parts sum to the iteration time. Read from the
+        stage's span columns (sim/columns.py) in the order it ran them, no Span built."""
+        table = self.sim.spans
+        rows, labels = table.stages[stage], table.labels
+        passes = {c for c, label in enumerate(labels) if label.kind in PASS_TP}
+        sends = {c for c, label in enumerate(labels) if label.stream == "pp_comm"}
+        busy = {
+            c
+            for c, label in enumerate(labels)
+            if label.stream in ("compute", "pp_comm") and label.kind != "optimizer"
+        }
         tp = sharded = ep = 0.0
-        for span in passes:
-            chunk = plan.chunks[virtual_stage(plan.p, stage, span.chunk, plan.placement)]
-            exposed = getattr(chunk, PASS_TP[span.kind])
-            share = plan.layer.exposed_share("ep_comm", *PASS_PHASES[span.kind]) if exposed else 0
-            tp += exposed * (1.0 - share)
-            ep += exposed * share
-            sharded += getattr(chunk, PASS_FSDP[span.kind]) if span.kind in PASS_FSDP else 0.0
-        compute = sum(s.dur_s for s in passes) - tp - ep - sharded
-        pp = sum(s.dur_s for s in spans if s.stream == "pp_comm")
+        parts: dict[tuple[int, int], tuple[float, float, float]] = {}
+        for code, chunk in zip(rows.code, rows.chunk, strict=True):
+            if code not in passes:
+                continue
+            part = parts.get((code, chunk))
+            if part is None:
+                part = parts[code, chunk] = pass_parts(self.plan, labels[code].kind, stage, chunk)
+            tp += part[0]
+            ep += part[1]
+            sharded += part[2]
+        codes, durs = rows.code, rows.dur_s
+        spent = sum(d for c, d in zip(codes, durs, strict=True) if c in passes)
+        compute = spent - tp - ep - sharded
+        pp = sum(d for c, d in zip(codes, durs, strict=True) if c in sends)
         busy_end = max(
-            (
-                s.end_s
-                for s in spans
-                if s.stream in ("compute", "pp_comm") and s.kind != "optimizer"
-            ),
+            (s + d for c, s, d in zip(codes, rows.start_s, durs, strict=True) if c in busy),
             default=0.0,
         )
         dp = self.sim.stage_done_s[stage] - busy_end + self.plan.gather_s[stage]
@@ -167,6 +175,17 @@ class Result:
             "gemm_sources": gemm_sources(lt),
             "gemm_time_sources": gemm_time_sources(lt),
         }
+
+
+def pass_parts(plan: Plan, kind: str, stage: int, chunk: int) -> tuple[float, float, float]:
+    """(exposed TP, exposed EP, FSDP) seconds inside one pass of a span kind (PASS_TP) of a
+    model chunk on a stage: the chunk's exposed TP time split by the layer's EP share of it
+    (PASS_PHASES), and what FSDP adds (PASS_FSDP)."""
+    cost = plan.chunks[virtual_stage(plan.p, stage, chunk, plan.placement)]
+    exposed = getattr(cost, PASS_TP[kind])
+    share = plan.layer.exposed_share("ep_comm", *PASS_PHASES[kind]) if exposed else 0
+    sharded = getattr(cost, PASS_FSDP[kind]) if kind in PASS_FSDP else 0.0
+    return exposed * (1.0 - share), exposed * share, sharded
 
 
 GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")

@@ -1,6 +1,7 @@
 """Plain trace records: the contract between the engine and everything that presents results.
 
-The engine appends these and nothing else; reports, timelines and Perfetto traces read them.
+The engine keeps them as columns (sim/columns.py: SpanTable, MemoryTable), which read as
+sequences of these; reports, timelines and Perfetto traces read them.
 """
 
 from dataclasses import dataclass

@@ -127,9 +127,7 @@ def sim_spans(result) -> list[Span]:
 
     plan, share = result.plan, embedding_share(result)
     out = []
-    for s in result.sim.spans:
-        if s.stage != 0:
-            continue
+    for s in result.sim.spans.of_stage(0):
         if s.stream == "compute" and s.kind in ("forward", "backward") and s.layers > 0:
             out += expand_span(plan, s, share)
         elif not (s.stream == "tp_comm" and s.layers > 0):

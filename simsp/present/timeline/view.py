@@ -321,7 +321,8 @@ def merge_runs(spans, gap_s: float) -> list[Span]:
 
 def choose_view(result, budget: int = BAR_BUDGET) -> View:
     """The finest level of detail whose bars fit the budget."""
-    plan, spans, end = result.plan, result.sim.spans, result.iteration_time_s
+    plan, end = result.plan, result.iteration_time_s
+    spans = tuple(result.sim.spans)  # the engine's columns read once, as Span records
     idle = idle_spans(spans, end)
     n_ops = expanded_count(plan, spans)
     if plan.layer is not None and n_ops + len(idle) <= budget:
@@ -366,10 +367,10 @@ def _aggregated(spans, end: float, budget: int) -> View:
 
 
 def _step_values(samples, at: np.ndarray) -> np.ndarray:
-    """A stage's HBM (step function of its samples) at the given times; the last sample at a time
-    wins."""
-    t = np.array([m.time_s for m in samples])
-    b = np.array([m.bytes for m in samples])
+    """A stage's HBM (step function of its samples, a columns.StageMemory) at the given times;
+    the last sample at a time wins."""
+    t = np.frombuffer(samples.time_s, dtype=np.float64)
+    b = np.frombuffer(samples.bytes, dtype=np.float64)
     order = np.argsort(t, kind="stable")
     t, b = t[order], b[order]
     idx = np.searchsorted(t, at, side="right") - 1
@@ -389,9 +390,7 @@ def _bin_max(t: np.ndarray, v: np.ndarray, end: float, n: int) -> tuple[np.ndarr
 def memory_lines(result, max_lines: int = MEMORY_LINES, max_points: int = MEMORY_POINTS):
     """[(label, times_s, bytes)]: one line per stage, or per group of stages (their maximum)."""
     p, end = result.plan.p, result.iteration_time_s
-    by_stage: dict[int, list] = {}
-    for m in result.sim.memory:
-        by_stage.setdefault(m.stage, []).append(m)
+    by_stage = {rows.stage: rows for rows in result.sim.memory.stages if len(rows)}
     size = math.ceil(p / max_lines)
     lines = []
     for lo in range(0, p, size):
@@ -399,7 +398,7 @@ def memory_lines(result, max_lines: int = MEMORY_LINES, max_points: int = MEMORY
         if not group:
             continue
         times = np.unique(
-            np.concatenate([[m.time_s for m in by_stage[s]] for s in group] + [[end]])
+            np.concatenate([np.frombuffer(by_stage[s].time_s) for s in group] + [[end]])
         )
         values = np.max([_step_values(by_stage[s], times) for s in group], axis=0)
         if len(times) > max_points:
