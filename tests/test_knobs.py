@@ -87,3 +87,20 @@ def test_a_grid_over_model_choices_enumerates_them():
     assert {c.workload.parallel.cp for c in configs if c.workload.model.attention == "unfused"} == {
         1
     }
+
+
+def test_knob_docs_are_the_spec_classes_docstrings():
+    """spec/knob_docs.py is what write_knob_docs reads from the source today (not stale)."""
+    from pathlib import Path
+
+    written = (Path(knobs.__file__).parent / "knob_docs.py").read_text()
+    assert written == knobs.write_knob_docs(), "run write_knob_docs (see spec/knob_docs.py)"
+
+
+def test_the_cli_knows_the_validation_sets_and_fields_without_loading_them():
+    from simsp.cli import validate as cli
+    from simsp.validate.cases import SETS
+    from simsp.validate.metrics import BY_FIELDS, CASE_FIELDS
+
+    assert cli.SETS == SETS
+    assert cli.CASE_FIELDS == CASE_FIELDS and cli.BY_FIELDS == BY_FIELDS

@@ -5,16 +5,21 @@ import json
 import sys
 
 from simsp.present.accuracy import ACCURACY_FILE
+from simsp.spec.knobs import KNOBS
 from simsp.textfile import check_output, write_text
-from simsp.validate.accuracy import MEASURED_SETS, STACK_SETS, accuracy_json
-from simsp.validate.cases import SETS
-from simsp.validate.metrics import BY_FIELDS
-from simsp.validate.report import json_summary, table, write_outputs
-from simsp.validate.runner import run_validation
+from simsp.validate.names import SETS
+
+CASE_FIELDS = ("hardware", "framework")
+"""validate/metrics.py's fields of a case beside its knobs (a test checks they agree)."""
+BY_FIELDS = tuple(k.name for k in KNOBS) + CASE_FIELDS
 
 
 def cmd_validate(args) -> None:
     """`simsp validate`: every set's errors, optionally the per-case CSV and the scatter page."""
+    from simsp.validate.accuracy import MEASURED_SETS, STACK_SETS, accuracy_json
+    from simsp.validate.report import json_summary, table, write_outputs
+    from simsp.validate.runner import run_validation
+
     sets = tuple(args.set) if args.set else SETS
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))

@@ -6,10 +6,7 @@ columns (sweep/rows.py) are all generated from `KNOBS`, so a new field of `Model
 (a test enumerates the fields against all three).
 """
 
-import ast
 import dataclasses
-import functools
-import inspect
 import re
 import typing
 from dataclasses import dataclass
@@ -57,9 +54,13 @@ _SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z(])")
 """Where a docstring's first sentence ends: a full stop before a capital, not after "et al"."""
 
 
-@functools.cache
 def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of a dataclass (read from its source), first sentence."""
+    """The docstring under each field of a dataclass (read from its source), first sentence:
+    what spec/knob_docs.py holds, written by `write_knob_docs` (parsing the source at every
+    start cost simsp --help a tenth of its time)."""
+    import ast
+    import inspect
+
     try:
         body = ast.parse(inspect.getsource(cls)).body[0].body
     except (OSError, TypeError):
@@ -80,10 +81,34 @@ def _kind(hint) -> type:
     return hint if hint in (int, float, bool) else str
 
 
+def write_knob_docs(path=None) -> str:
+    """spec/knob_docs.py's text from the spec classes' source (written to path if given)."""
+    lines = [
+        '"""Each knob\'s help text: the first sentence of its field\'s docstring, written by',
+        "`python -c 'from simsp.spec.knobs import write_knob_docs; write_knob_docs(\"simsp/spec/",
+        "knob_docs.py\")'` (tests/test_knobs.py fails when it is stale); read at import instead of",
+        'parsing the spec classes\' source."""',
+        "",
+        "DOCS = {",
+    ]
+    for section, cls in SECTIONS:
+        for name, doc in field_docs(cls).items():
+            lines.append(f"    ({section!r}, {name!r}): {doc!r},")
+    text = "\n".join([*lines, "}", ""])
+    if path:
+        from pathlib import Path
+
+        Path(path).write_text(text)
+    return text
+
+
 def _knobs() -> tuple[Knob, ...]:
+    from simsp.spec.knob_docs import DOCS
+
     out = []
     for section, cls in SECTIONS:
-        hints, docs = typing.get_type_hints(cls), field_docs(cls)
+        hints = typing.get_type_hints(cls)
+        docs = {name: doc for (s, name), doc in DOCS.items() if s == section}
         out += [
             Knob(section, f.name, _kind(hints[f.name]), docs.get(f.name, ""))
             for f in dataclasses.fields(cls)

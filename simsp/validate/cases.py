@@ -16,6 +16,7 @@ from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.case import Case, Skipped, project_path
 from simsp.validate.data import DATA_DIR, read_vtrain
 from simsp.validate.fp8_pairs import PAIRS_SET, pair_cases
+from simsp.validate.names import SETS
 from simsp.validate.published import MOE_SET, PUBLISHED_SETS, published_cases
 from simsp.validate.simumax import SET as SIMUMAX_SET
 from simsp.validate.simumax import simumax_cases, simumax_moe_cases
@@ -24,19 +25,7 @@ from simsp.validate.torch_native import torch_native_cases
 
 PAPER_HARDWARE = "hardware/dgx-a100-80gb.yaml"
 VTRAIN_HARDWARE = "hardware/vtrain-a100.yaml"
-SETS = (
-    "paper-table4",
-    "paper-table5",
-    "vtrain-single",
-    "vtrain-multi",
-    "published-a100",
-    "published-h100",
-    "published-b200",
-    PAIRS_SET,
-    SIMUMAX_SET,
-    MOE_SET,
-    TORCH_NATIVE_SET,
-)
+assert {PAIRS_SET, SIMUMAX_SET, MOE_SET, TORCH_NATIVE_SET} <= set(SETS), "validate/names.py"
 
 VTRAIN_VOCAB = 51200
 """vTrain trains GPT-2's 50,257-token vocabulary, which Megatron pads to a multiple of 128 x tp
