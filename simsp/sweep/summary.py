@@ -14,6 +14,7 @@ def best(rows: list[dict], k: int) -> list[dict]:
 SHOWN = (
     "workload",
     "hardware",
+    "gpus",
     "tp",
     "pp",
     "dp",
@@ -28,8 +29,8 @@ SHOWN = (
 
 
 def varying(rows: list[dict]) -> list[str]:
-    """The key columns beyond SHOWN whose value differs between rows (the GPU count, ep, the
-    dispatcher, ...), in column order."""
+    """The key columns beyond SHOWN whose value differs between rows (cp, ep, the dispatcher,
+    ...), in column order."""
     return [c for c in KEY_COLUMNS if c not in SHOWN and len({r[c] for r in rows}) > 1]
 
 
@@ -39,7 +40,8 @@ def table(rows: list[dict]) -> str:
     extra = varying(rows)
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in extra}
     head = (
-        f"{'hardware':{width}s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} {'recompute':9s} "
+        f"{'hardware':{width}s} {'gpus':>5s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} "
+        f"{'recompute':9s} "
         f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} "
         + "".join(f"{c:>{widths[c]}s} " for c in extra)
         + f"{'time s':>8s} {'bubble s':>8s} "
@@ -49,7 +51,7 @@ def table(rows: list[dict]) -> str:
     lines = [head]
     for r in rows:
         lines.append(
-            f"{r['hardware']:{width}s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
+            f"{r['hardware']:{width}s} {r['gpus']:>5s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
             + "".join(f"{r[c]:>{widths[c]}s} " for c in extra)
