@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from simsp.io.config import load_hardware, load_workload
+from simsp.io.config import load_hardware, load_workload, workload_hardware
 from simsp.sim.schedule import REGISTRY
 from simsp.spec.knobs import KNOBS, SECTIONS, Knob, parse_bias
 
@@ -79,7 +79,11 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         help="workload YAML (see workloads/); may be left out with --model, --seq-len and "
         "--global-batch",
     )
-    p.add_argument("--hardware", help="hardware YAML (default hardware/dgx-a100-80gb.yaml)")
+    p.add_argument(
+        "--hardware",
+        help="hardware YAML or library name (default: the one the workload names, else "
+        "hardware/dgx-a100-80gb.yaml)",
+    )
     add_set_arg(p)
     p.add_argument(
         "--model",
@@ -119,10 +123,16 @@ def source(args) -> str:
     return str(args.workload or args.hf_model)
 
 
+def hardware_of(args) -> str | None:
+    """The hardware a command runs on: --hardware, else the one the workload file names, else
+    None (the default machine)."""
+    return args.hardware or workload_hardware(args.workload)
+
+
 def load(args):
     """(workload, hardware) from parsed arguments."""
     return load_workload(args.workload, overrides(args)), load_hardware(
-        args.hardware, args.hardware_set
+        hardware_of(args), args.hardware_set
     )
 
 

@@ -57,14 +57,15 @@ def cmd_compare(args) -> None:
     """`simsp compare`: one workload on several machines, each with its what-ifs."""
     from simsp.api import run
     from simsp.cli.arguments import overrides
-    from simsp.io.config import load_hardware, load_workload
+    from simsp.io.config import load_hardware, load_workload, workload_hardware
     from simsp.present.report import describe, result_json
 
     w = load_workload(args.workload, overrides(args))
     variants = [()] + what_if_sets(getattr(args, "what_if", None) or [])
     sets = list(args.hardware_set)
     machines = [  # every file and what-if checked before running
-        [load_hardware(p, sets + list(v)) for v in variants] for p in (args.hardware or [None])
+        [load_hardware(p, sets + list(v)) for v in variants]
+        for p in (args.hardware or [workload_hardware(args.workload)])
     ]
     results, bases = [], []
     for row in machines:

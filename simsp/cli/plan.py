@@ -14,7 +14,7 @@ import csv
 import io
 import json
 
-from simsp.cli.arguments import add_workload_args, overrides
+from simsp.cli.arguments import add_workload_args, hardware_of, overrides
 from simsp.errors import InputError
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.spec.knobs import KNOBS
@@ -113,7 +113,7 @@ def cmd_plan(args) -> None:
         if path:
             check_output(path, suffixes)
     w, gpus = _workload(args)
-    hw = load_hardware(args.hardware, args.hardware_set)
+    hw = load_hardware(hardware_of(args), args.hardware_set)
     fixed = {k.short: v for k, v in _given(args).items() if k.short in SEARCHED}
     every = bool(args.out or args.pareto)
     found = search(w, hw, gpus, fixed, args.simulate, args.jobs, args.max_actions, "plan", every)

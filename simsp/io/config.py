@@ -160,6 +160,25 @@ def _model_section(data: dict, file, model_overrides: dict) -> ModelSpec:
     return build(ModelSpec, section, file, prefix="model.")
 
 
+WORKLOAD_KEYS = ("name", "hardware", "model", "training", "parallel")
+"""A workload file's top-level keys; `hardware` (optional) names the machine it was made for."""
+
+
+def workload_hardware(path) -> str | None:
+    """The hardware a workload file names (`hardware: dgx-h100`, a library name or a path
+    relative to the file), for a run that gives no --hardware; None where it names none."""
+    if path is None:
+        return None
+    given = read_yaml(path).get("hardware")
+    if given is None:
+        return None
+    check_scalar(path, "hardware", given, str, False)
+    if not given:
+        raise InputError(path, "hardware", given, "must name a hardware file")
+    beside = Path(path).parent / given
+    return str(beside) if beside.is_file() else given
+
+
 def model_name(hf_path) -> str:
     """A model's name from its config.json: the folder holding it
     (workloads/models/llama-3.1-70b/config.json -> llama-3.1-70b), or the file's stem where the
@@ -190,7 +209,7 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
         data = {"model": {}, "training": {"micro_batch": 1}}
     else:
         data = read_yaml(path)
-    unknown_top_keys(data, path, ("name", "model", "training", "parallel"))
+    unknown_top_keys(data, path, WORKLOAD_KEYS)
     if hf_model:
         data["name"] = model_name(hf_model)
     model_overrides = overrides.pop("model", {}) or {}

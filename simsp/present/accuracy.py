@@ -146,14 +146,33 @@ def accuracy_of(
     hw, precision: str, path: str = str(ACCURACY_FILE), stack: str = "megatron"
 ) -> Accuracy | None:
     """The measured accuracy of runs with this hardware file in this precision where the
-    validation ran it (a shipped file), else of its GPU family's files; on a stack other than
+    validation ran it (a shipped file) on at least BAND_MIN_RUNS runs, else of its GPU family's
+    files (where they hold more runs); on a stack other than
     megatron, of that stack's runs in this precision; None where simsp has no measured run of
     any."""
     files, families, stacks = read_accuracy(path)
     if stack != "megatron":
         return stacks.get((stack, precision))
     own = files.get((_library_stem(hw.source), precision))
-    return own or families.get((gpu_family(hw.gpu.name), precision))
+    family = families.get((gpu_family(hw.gpu.name), precision))
+    if own is not None and own.n < BAND_MIN_RUNS and family is not None and family.n > own.n:
+        return family  # too few runs of the file for a band: its GPU family's
+    return own or family
+
+
+def measured_range(t: float, a: Accuracy) -> tuple[float, float]:
+    """The times measured runs like this one took, from simsp's time t: t x (measured / simsp)
+    at the group's p10 and p90 (its least and greatest below BAND_MIN_RUNS runs). From the
+    validation's results, never fed back into the model."""
+    return t * a.low, t * a.high
+
+
+def range_note(t: float, a: Accuracy | None) -> str:
+    """`measured runs like it took 1.05-1.14x: 17.2-18.7 s` for a time t, '' without a group."""
+    if a is None:
+        return ""
+    lo, hi = measured_range(t, a)
+    return f"measured runs like it took {a.low:.2f}-{a.high:.2f}x: {lo:.1f}-{hi:.1f} s"
 
 
 def accuracy_line(

@@ -161,25 +161,49 @@ def accuracy_dict(hw: HardwareSpec, precision: str, stack: str = "megatron") -> 
     return found.to_dict() if found is not None else None
 
 
+def range_json(t: float, hw: HardwareSpec, precision: str, stack: str = "megatron") -> dict:
+    """`range_s`, [p10, p90] of the times measured runs like this one took (simsp's time times
+    the group's measured / simsp), and `range_from`, the group; None where none was measured."""
+    from simsp.present.accuracy import accuracy_of, measured_range
+
+    a = accuracy_of(hw, precision, stack=stack)
+    if a is None:
+        return {"range_s": None, "range_from": None}
+    band = "min-max" if a.whole_range else "p10-p90"
+    return {
+        "range_s": list(measured_range(t, a)),
+        "range_from": f"{a.scope} {a.precision}: {a.n} measured runs, {band}",
+    }
+
+
 def result_json(r: Result) -> dict:
-    """`simsp run --json`: the result's record and how exact simsp has been on runs like it."""
+    """`simsp run --json`: the result's record, the times measured runs like it took and how
+    exact simsp has been on them."""
     t = r.workload.training
-    return {**r.to_dict(), "accuracy": accuracy_dict(r.hardware, t.precision, t.stack)}
+    return {
+        **r.to_dict(),
+        **range_json(r.iteration_time_s, r.hardware, t.precision, t.stack),
+        "accuracy": accuracy_dict(r.hardware, t.precision, t.stack),
+    }
 
 
 def run_summary(r: Result) -> str:
     """Readable summary of a run, ending with how exact simsp has been on measured runs with its
     hardware file (or GPU) in its precision."""
-    from simsp.present.accuracy import accuracy_line
+    from simsp.present.accuracy import accuracy_line, accuracy_of, range_note
 
     d = r.to_dict()
+    t = r.workload.training
+    note = range_note(d["iteration_time_s"], accuracy_of(r.hardware, t.precision, stack=t.stack))
     br = d["breakdown"]
     layer_comm = "TP/CP" if r.workload.parallel.cp > 1 else "TP"  # the ring's wait is a layer's
     lines = [
         describe(r.workload, r.hardware),
-        f"iteration {d['iteration_time_s']:.3f} s   MFU {d['mfu']:.1%}{_fp8_note(d)}   "
-        f"HFU {d['hfu']:.1%}   "
-        f"{d['tokens_per_s']:,.0f} tokens/s",
+        f"iteration {d['iteration_time_s']:.3f} s" + (f"; {note}" if note else ""),
+        f"{r.workload.parallel.gpus:,} GPUs   MFU {d['mfu']:.1%}{_fp8_note(d)}   "
+        f"HFU {d['hfu']:.1%}   {d['tokens_per_s']:,.0f} tokens/s, "
+        f"{d['tokens_per_s'] / r.workload.parallel.gpus:,.0f} a GPU   "
+        f"{d['mfu'] * r.hardware.gpu.peak_tflops:,.0f} TFLOP/s a GPU",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
         "  by kind (ms): "

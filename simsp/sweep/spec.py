@@ -77,6 +77,19 @@ def resolve(spec_path: Path, key: str, value) -> Path:
     raise InputError(spec_path, key, value, f"no such file (looked in . and {spec_path.parent})")
 
 
+def _hardware_path(spec_path: Path, value) -> Path:
+    """A hardware entry of a spec: a path (as resolve finds it), or a library name (`dgx-h100`)
+    as --hardware takes it."""
+    from simsp.io.config import library_path
+
+    try:
+        return resolve(spec_path, "hardware", value)
+    except InputError:
+        if isinstance(value, str) and value and library_path(value).is_file():
+            return library_path(value)
+        raise
+
+
 def _grid_value(file, key: str, v):
     """One grid value checked as the workload file's own key would be (spec.fields' scalar rules:
     finite, at most 2**53, the right type), plus the key's named choices."""
@@ -130,7 +143,7 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
 def load_spec(path, sets=()) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
     (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
-    from simsp.io.config import load_hardware, load_workload, read_yaml
+    from simsp.io.config import load_hardware, load_workload, read_yaml, workload_hardware
     from simsp.spec.fields import check_scalar
 
     path = Path(path)
@@ -140,16 +153,16 @@ def load_spec(path, sets=()) -> SweepSpec:
             raise InputError(path, key, data[key], f"unknown key; known: {', '.join(SPEC_KEYS)}")
     if "workload" not in data:
         raise InputError(path, "workload", None, "is required")
-    workload = load_workload(resolve(path, "workload", data["workload"]))
+    workload = load_workload(resolve(path, "workload", data["workload"]))  # checked first
     if "name" in data:
         check_scalar(path, "name", data["name"], str, False)
-    hw_paths = data.get("hardware")
+    workload_path = resolve(path, "workload", data["workload"])
+    hw_paths = data.get("hardware", workload_hardware(workload_path))
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
     if not hw_paths:
         raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
     hardware = tuple(
-        load_hardware(resolve(path, "hardware", p) if p is not None else None, sets)
-        for p in hw_paths
+        load_hardware(_hardware_path(path, p) if p is not None else None, sets) for p in hw_paths
     )
     names = [h.label for h in hardware]
     if len(set(names)) != len(names):

@@ -16,6 +16,7 @@ SHOWN = (
     "hardware",
     "gpus",
     "tp",
+    "cp",
     "pp",
     "dp",
     "sp",
@@ -40,7 +41,8 @@ def table(rows: list[dict]) -> str:
     extra = varying(rows)
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in extra}
     head = (
-        f"{'hardware':{width}s} {'gpus':>5s} {'tp':>3s} {'pp':>3s} {'dp':>4s} {'sp':>3s} "
+        f"{'hardware':{width}s} {'gpus':>5s} {'tp':>3s} {'cp':>3s} {'pp':>3s} {'dp':>4s} "
+        f"{'sp':>3s} "
         f"{'recompute':9s} "
         f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} "
         + "".join(f"{c:>{widths[c]}s} " for c in extra)
@@ -51,7 +53,8 @@ def table(rows: list[dict]) -> str:
     lines = [head]
     for r in rows:
         lines.append(
-            f"{r['hardware']:{width}s} {r['gpus']:>5s} {r['tp']:>3s} {r['pp']:>3s} {r['dp']:>4s} "
+            f"{r['hardware']:{width}s} {r['gpus']:>5s} {r['tp']:>3s} {r['cp']:>3s} {r['pp']:>3s} "
+            f"{r['dp']:>4s} "
             f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
             f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
             + "".join(f"{r[c]:>{widths[c]}s} " for c in extra)
@@ -82,13 +85,13 @@ PLAN_HEADS = {
 
 
 def plan_table(rows: list[dict], searched: tuple[str, ...], hw) -> str:
-    """A plan's best rows: rank, tp pp dp and every other searched setting that differs between
+    """A plan's best rows: rank, tp cp pp dp and every other searched setting that differs between
     them, then time, tokens/s per GPU, MFU, peak HBM and what it leaves free beside the reserve
     (HardwareSpec.reserve_bytes)."""
     keys = [
         k
         for k in ("tp", "cp", "pp", "dp", *searched[3:])
-        if k in ("tp", "pp", "dp") or len({r[k] for r in rows}) > 1
+        if k in ("tp", "cp", "pp", "dp") or len({r[k] for r in rows}) > 1
     ]
 
     def shown(r, k):
