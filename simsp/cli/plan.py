@@ -77,11 +77,19 @@ def _workload(args):
                 f"must be a multiple of the sequence length ({seq or 'give --seq-len'})",
             )
         given["training"]["global_batch"] = args.global_tokens // seq
-    par = given["parallel"]
+    par = dict(given["parallel"])
     for key, value in LOAD_LAYOUT.items():
-        if par.get(key) is None:
-            par[key] = value
-    return load_workload(args.workload, given), gpus
+        if given["parallel"].get(key) is None:
+            given["parallel"][key] = value
+    try:
+        return load_workload(args.workload, given), gpus
+    except InputError:
+        if args.workload is None:
+            raise
+        # a layout that only fits the file's own split (pipeline_layout, first_stage_layers):
+        # read the file as it is; the search keeps its split where the split allows
+        given["parallel"] = par
+        return load_workload(args.workload, given), gpus
 
 
 def _base(args, w) -> list[str]:

@@ -25,6 +25,7 @@ memoised on hashable frozen specs, keyed only by what it depends on, so a sweep 
 the schedule costs each layer variant once.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -321,12 +322,17 @@ def floor_s(w: Workload, hw: HardwareSpec) -> float:
     the most loaded stage's layer passes, m microbatches of them (a forward, and the cheaper of
     a backward or its input and weight halves), nothing else. Every other term of the closed
     form (the end stages' embedding and loss, sends, the bubble, exposed DP, the optimizer)
-    adds time. 0 where layers differ in cost (a mixed stack; some layers not recomputed)."""
+    adds time. Where the layers differ (a mixed stack) every layer is taken at the cheapest
+    kind's time; 0 where only some layers recompute."""
     par = w.parallel
-    if not stack.uniform(w.model) or par.recompute_num_layers or par.recompute_per_stage:
+    if par.recompute_num_layers or par.recompute_per_stage:
         return 0.0
-    lt = MEMOISED.layer(w, cost_model(hw), layout(par, hw.node.gpus))
-    per_layer = lt.forward_s + min(lt.backward_s, lt.input_s + lt.weight_s)
+    cost, lay = cost_model(hw), layout(par, hw.node.gpus)
+    kinds = (w.model,) if stack.uniform(w.model) else tuple(set(stack.kinds(w.model)))
+    per_layer = min(
+        lt.forward_s + min(lt.backward_s, lt.input_s + lt.weight_s)
+        for lt in (MEMOISED.layer(dataclasses.replace(w, model=k), cost, lay) for k in kinds)
+    )  # where the layers differ, the cheapest kind's
     most = max(par.stage_layers(w.model.layers, s) for s in range(par.pp))
     return w.microbatches * most * per_layer
 
