@@ -175,8 +175,11 @@ def test_bad_workload_exits_2_with_one_line(tmp_path, capsys, command, name, tex
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, captured.err
-    for word in ["bad.yaml", *words]:
+    for word in words:
         assert word in lines[0], (word, lines[0])
+    # the source: the flag where a flag gave the value, else the file (with the flags given)
+    source = lines[0].removeprefix("simsp: error: ").split(": ")[0]
+    assert source == extra[0] if extra and source.startswith("--") else "bad.yaml" in source
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
 

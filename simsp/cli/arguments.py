@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from simsp.errors import InputError
 from simsp.io.config import load_hardware, load_workload, workload_hardware
 from simsp.sim.schedule import REGISTRY
 from simsp.spec.knobs import KNOBS, SECTIONS, Knob, parse_bias
@@ -129,11 +130,27 @@ def hardware_of(args) -> str | None:
     return args.hardware or workload_hardware(args.workload)
 
 
+def flag_error(e: InputError, args) -> InputError:
+    """An error about a value a flag gave, said of the flag (`--tp`), not of the workload file
+    the flag overrode; one about the file under flags says which; any other as it is."""
+    section, _, name = str(e.key).partition(".")
+    given = [k for k in KNOBS if getattr(args, k.name, None) is not None]
+    for k in given:
+        if (k.section, k.name) == (section, name):
+            return InputError("--" + k.short.replace("_", "-"), e.key, e.value, e.rule)
+    if given and e.file == str(args.workload):  # a rule across keys: say which flags joined in
+        flags = " ".join(f"--{k.short.replace('_', '-')} {getattr(args, k.name)}" for k in given)
+        return InputError(f"{e.file} with {flags}", e.key, e.value, e.rule)
+    return e
+
+
 def load(args):
     """(workload, hardware) from parsed arguments."""
-    return load_workload(args.workload, overrides(args)), load_hardware(
-        hardware_of(args), args.hardware_set
-    )
+    try:
+        w = load_workload(args.workload, overrides(args))
+    except InputError as e:
+        raise flag_error(e, args) from None
+    return w, load_hardware(hardware_of(args), args.hardware_set)
 
 
 def print_json(obj) -> None:
