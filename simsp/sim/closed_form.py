@@ -345,6 +345,7 @@ def clear_caches() -> None:
         _layer,
         _ends,
         memory.interleaved_counts,
+        memory.peak_bytes,
         memory._per_layer_bytes,
         memory._end_stage_bytes,
         params.layer_weights,

@@ -402,8 +402,10 @@ def peak_candidates(p: int) -> tuple[int, ...]:
     return tuple(sorted({0, min(1, p - 1), p - 1}))
 
 
+@lru_cache(maxsize=_CACHE_SIZE)
 def peak_bytes(w: Workload) -> float:
-    """The most loaded stage's peak HBM, from the stages that can hold it."""
+    """The most loaded stage's peak HBM, from the stages that can hold it (memoised: a plan
+    asks whether a layout fits before it asks its time, and the time's estimate asks again)."""
     p = w.parallel.pp
     stages = range(p) if w.parallel.recompute_per_stage else peak_candidates(p)
     return max(stage_memory(w, s).peak_bytes for s in stages)

@@ -121,35 +121,52 @@ def grid_points(s: Space):
     """Every point of the space as a {key: value} dict, in the spec's order, dropping up front
     what the workload's rules would refuse on arithmetic alone: tp x cp x pp not dividing the
     GPUs, a global batch not a multiple of micro batch x dp, layers not dividing into the
-    stages' chunks (even splits), the schedule's own microbatch rule (spec/rules.py states the
-    same rules; the admitted points are validated in full). Yields (values, None) for a point
-    kept and (None, count of points dropped) for a block dropped."""
+    stages' chunks (even splits), the schedule's own microbatch rule, etp x ep not dividing
+    tp x cp x dp (spec/rules.py states the same rules; the admitted points are validated in
+    full). Yields (values, None) for a point kept and (None, count of points dropped) for a
+    block dropped: the counts sum, with the points kept, to Space.points."""
     v = dict(s.values)
-    inner = [k for k in SEARCHED if k in v and k not in ("tp", "cp", "pp", "micro_batch")]
+    experts = [k for k in ("ep", "etp") if k in v]
+    rest = [k for k in ("recompute", "sp", "distributed_optimizer", "fsdp") if k in v]
+    n_rest = math.prod(len(v[k]) for k in rest)
+    n_experts = math.prod(len(v[k]) for k in experts)
+    n_chunked = len(v["schedule"]) * len(v["virtual_stages"])
+    per_b = n_chunked * n_experts * n_rest
     for tp, cp, pp in itertools.product(v["tp"], v["cp"], v["pp"]):
-        rest = math.prod(len(v[k]) for k in inner) * len(v["micro_batch"])
         if s.gpus % (tp * cp * pp):
-            yield None, rest
+            yield None, per_b * len(v["micro_batch"])
             continue
         dp = s.gpus // (tp * cp * pp)
         for b in v["micro_batch"]:
             if s.global_batch % (b * dp):
-                yield None, rest // len(v["micro_batch"])
+                yield None, per_b
                 continue
             m = s.global_batch // (b * dp)
-            for combo in itertools.product(*(v[k] for k in inner)):
-                values = dict(zip(inner, combo, strict=True))
-                sched = values["schedule"]
+            for sched, chunk_count in itertools.product(v["schedule"], v["virtual_stages"]):
                 kind = REGISTRY[sched]
-                chunks = kind.chunks or values["virtual_stages"]
+                chunks = kind.chunks or chunk_count
                 if (
-                    (kind.chunks is not None and values["virtual_stages"] != 1)
+                    (kind.chunks is not None and chunk_count != 1)
                     or (pp == 1 and (sched != "1f1b" or chunks != 1))
                     or (not s.uneven and s.layers % (pp * chunks))
+                    or kind.needs(pp, m, chunks) is not None
                 ):
-                    yield None, 1
+                    yield None, n_experts * n_rest
                     continue
-                if kind.needs(pp, m, chunks) is not None:
-                    yield None, 1
-                    continue
-                yield {"tp": tp, "cp": cp, "pp": pp, "micro_batch": b, **values}, None
+                for folded in itertools.product(*(v[k] for k in experts)):
+                    fold = dict(zip(experts, folded, strict=True))
+                    etp = fold.get("etp") or tp
+                    if experts and (tp * cp * dp) % (etp * fold["ep"]):
+                        yield None, n_rest
+                        continue
+                    head = {
+                        "tp": tp,
+                        "cp": cp,
+                        "pp": pp,
+                        "schedule": sched,
+                        "virtual_stages": chunk_count,
+                        "micro_batch": b,
+                        **fold,
+                    }
+                    for combo in itertools.product(*(v[k] for k in rest)):
+                        yield {**head, **dict(zip(rest, combo, strict=True))}, None

@@ -84,7 +84,6 @@ def search(
     of them, so the answer is the one evaluating all would give (`every` evaluates all, for
     --out and --pareto)."""
     from simsp.sim.closed_form import floor_s
-    from simsp.sim.memory import peak_bytes
 
     s = space(w, hw, gpus, fixed)
     configs, counts = layouts(w, hw, gpus, s, max_actions, source)
@@ -102,8 +101,7 @@ def search(
         if len(best) >= simulate and floors[i] * (1 - SLACK) > best[-1][0]:
             break
         c = configs[i]
-        peak = 0.0 if every else peak_bytes(c.workload)
-        if peak + c.hardware.reserve_bytes(peak) > c.hardware.hbm_bytes:
+        if not every and not _may_fit(c.workload, c.hardware):
             too_big += 1  # does not fit: its time is not needed
             continue
         row = rows[i] = evaluate_analytic((c.key, c.workload, c.hardware))
@@ -118,6 +116,18 @@ def search(
     simulated = ranked(list(executor_rows(tasks, "local", jobs)))
     fitting = sum(r["fits"] == "true" for r in evaluated)
     return Search(s, counts, evaluated, simulated, fitting, too_big)
+
+
+def _may_fit(w: Workload, hw: HardwareSpec) -> bool:
+    """Whether the layout's peak and reserve fit: first by the weights and optimizer state
+    alone (a lower bound of the peak, cheap), then by the peak itself."""
+    from simsp.sim.memory import peak_bytes, peak_candidates, static_bytes
+
+    static = max(static_bytes(w, s) for s in peak_candidates(w.parallel.pp))
+    if static + hw.reserve_bytes(static) > hw.hbm_bytes:
+        return False
+    peak = peak_bytes(w)
+    return peak + hw.reserve_bytes(peak) <= hw.hbm_bytes
 
 
 SLACK = 1e-9
