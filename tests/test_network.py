@@ -76,6 +76,11 @@ def test_doubled_nic_by_set_by_copy_and_by_nic_count_agree(tmp_path, capsys):
     # the copy is not the file the validation ran: its accuracy is the H100 files' pool
     assert by_copy.pop("accuracy")["scope"] == "H100"
     assert by_set.pop("accuracy")["scope"] == by_nics.pop("accuracy")["scope"] == "dgx-h100"
+    # and so is the range of measured times beside it
+    assert by_copy.pop("range_from").startswith("H100 ")
+    assert by_set.pop("range_from") == by_nics.pop("range_from")
+    assert by_set.pop("range_s") == by_nics.pop("range_s")
+    by_copy.pop("range_s")
     assert by_set == by_copy == by_nics
     assert by_set != run_json([GPT3, *base], capsys)
 

@@ -207,7 +207,7 @@ def test_cli_fp8_on_a100_is_one_line(tmp_path):
     out = tmp_path / "t.html"
     proc = subprocess.run(
         [sys.executable, "-m", "simsp", "run", str(ROOT / "workloads" / "llama-3.1-8b.yaml")]
-        + ["--precision", "fp8", "--timeline", str(out)],
+        + ["--hardware", "dgx-a100-80gb", "--precision", "fp8", "--timeline", str(out)],
         capture_output=True,
         text=True,
     )
