@@ -1,8 +1,9 @@
 """The fuzz suite of issue 18: every generated bad input to `run`, `memory`, `sweep` and
-`calibrate` exits 2 with one error line and no traceback, within 10 s and 1 GiB, leaving no
-file behind (tests/fuzz_cases.py generates them, tests/fuzz_harness.py runs them in-process).
+`calibrate` exits 2 with one error line and no traceback, within 10 CPU seconds and 1 GiB,
+leaving no file behind (tests/fuzz_cases.py generates them, tests/fuzz_harness.py runs them
+in-process).
 
-A sample also runs as real processes under hard limits (RLIMIT_AS, a timeout), so what the
+A sample also runs as real processes under hard limits (RLIMIT_AS, RLIMIT_CPU), so what the
 console script prints is checked too, not only what `main` returns.
 """
 
@@ -13,7 +14,13 @@ import subprocess
 import sys
 
 from tests.fuzz_cases import ROOT, Case, _dump, _workload, alias_bomb, all_cases, deep_nesting
-from tests.fuzz_harness import MEMORY_LIMIT_BYTES, TIME_LIMIT_S, problems, run_case
+from tests.fuzz_harness import (
+    MEMORY_LIMIT_BYTES,
+    TIME_LIMIT_S,
+    WALL_GUARD_S,
+    problems,
+    run_case,
+)
 
 SUBPROCESS_CASES = [
     Case("run/process/dev-zero", ("run", "/dev/zero")),
@@ -67,6 +74,8 @@ SUBPROCESS_CASES = [
 def _limit_child():
     limit = 2 * MEMORY_LIMIT_BYTES  # the interpreter and numpy map some before any input
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    cpu = int(TIME_LIMIT_S) + 5  # the interpreter's start on top of the case's CPU limit
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
 
 def _run_process(case: Case, folder) -> list[str]:
@@ -85,7 +94,7 @@ def _run_process(case: Case, folder) -> list[str]:
             [sys.executable, "-m", "simsp", *argv],
             capture_output=True,
             text=True,
-            timeout=TIME_LIMIT_S + 5,  # the interpreter's start on top of the case's 10 s
+            timeout=WALL_GUARD_S,  # a hang guard: the limit is RLIMIT_CPU, not wall time
             preexec_fn=_limit_child,
             cwd=ROOT,
         )
@@ -109,7 +118,7 @@ def test_every_bad_input_is_one_clean_error(tmp_path, capsys):
         folder = tmp_path / str(i)
         outcome = run_case(case, folder)
         shutil.rmtree(folder, ignore_errors=True)
-        slowest = max(slowest, (outcome.wall_s, case.name))
+        slowest = max(slowest, (outcome.cpu_s, case.name))
         biggest = max(biggest, (outcome.added_rss_bytes, case.name))
         if bad := problems(outcome):
             failures.append((case.name, bad))
@@ -123,9 +132,9 @@ def test_every_bad_input_is_one_clean_error(tmp_path, capsys):
         print(
             f"\nfuzz: {total} bad inputs ({', '.join(f'{k} {n}' for k, n in sorted(by.items()))}; "
             f"{len(SUBPROCESS_CASES)} as processes): {ok} exit 2 with one error line, no "
-            f"traceback, none over {TIME_LIMIT_S:.0f} s or {MEMORY_LIMIT_BYTES >> 30} GiB, no file "
-            f"left = {ok / total:.1%}; slowest {slowest[0]:.2f} s ({slowest[1]}), most memory "
-            f"{biggest[0] / 2**20:.0f} MiB ({biggest[1]})"
+            f"traceback, none over {TIME_LIMIT_S:.0f} CPU s or {MEMORY_LIMIT_BYTES >> 30} GiB, "
+            f"no file left = {ok / total:.1%}; slowest {slowest[0]:.2f} CPU s ({slowest[1]}), "
+            f"most memory {biggest[0] / 2**20:.0f} MiB ({biggest[1]})"
         )
     assert total >= 1000
     assert not failures, "\n".join(f"{name}: {bad}" for name, bad in failures[:15])
