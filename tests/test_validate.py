@@ -209,8 +209,8 @@ def test_measured_runs_simsp_puts_over_hbm_are_listed():
     s = V.summarize([over, fits, layer], [], ("s",))["sets"]["s"]
     assert s["over_hbm"] == [{"case": "big", "peak_gib": 90.0, "capacity_gib": 80.0}]
     v = V.Validation(("s",), (over, fits, layer), (), 0.0)
-    assert "s: HBM, simsp's peak within the GPU for 1 of 2 runs" in V.table(v)
-    assert "    big: 90.0 of 80 GiB" in V.table(v)
+    assert "s: HBM, simsp's peak within the GPU for 1 of 2 runs" in V.table(v, verbose=True)
+    assert "    big: 90.0 of 80 GiB" in V.table(v, verbose=True)
 
 
 def test_grouped_metrics_partition_the_set(subset_run):
@@ -225,7 +225,7 @@ def test_grouped_metrics_partition_the_set(subset_run):
 
 
 def test_by_setting_in_the_table_and_the_json(subset_run, capsys):
-    text = V.table(subset_run, "micro_batch")
+    text = V.table(subset_run, "micro_batch", verbose=True)
     assert "vtrain-single by micro_batch:" in text and "  micro_batch=1 " in text
     s = subset_run.summary("recompute")["sets"]
     assert set(s["paper-table4"]["by"]["recompute"]) == {"none", "selective", "full"}
@@ -244,7 +244,7 @@ def subset_run():
 
 def test_subset_runs_and_prints_its_figures(subset_run):
     v = subset_run
-    print("\n" + V.table(v))
+    print("\n" + V.table(v, verbose=True))
     counts = {name: sum(r.case.set == name for r in v.results) for name in V.SETS}
     assert counts == {
         "paper-table4": 10,
@@ -286,7 +286,7 @@ def test_json_shape(capsys):
 
 
 def test_readable_table_names_every_set(subset_run):
-    text = V.table(subset_run)
+    text = V.table(subset_run, verbose=True)
     for name in V.SETS:  # a set with no case yet (no FP8 rates on B200) has no worst list
         assert name in text
         assert (f"{name}: five worst cases" in text) == any(
@@ -347,3 +347,10 @@ def test_unwritable_out_is_an_input_error(subset_run, tmp_path):
     blocker.write_text("x")
     with pytest.raises(InputError, match="--out"):
         V.write_outputs(subset_run, blocker / "sub")
+
+
+def test_the_default_table_is_a_summary_and_verbose_has_the_cases(subset_run):
+    short, long = V.table(subset_run), V.table(subset_run, verbose=True)
+    assert short.splitlines()[0] == long.splitlines()[0]  # the same metrics header
+    assert len(short.splitlines()) < len(long.splitlines())
+    assert "--verbose" in short and "--verbose" not in long

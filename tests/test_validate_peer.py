@@ -54,6 +54,8 @@ def test_the_set_is_labelled_a_peer_comparison_and_run_without_recompute():
     cases, _ = V.vtrain_cases("single")
     assert {c.workload.parallel.recompute for c in cases} == {"none"}
     v = V.Validation(("vtrain-single",), (V.CaseResult(cases[0], 0.1),), (), 0.0)
-    assert "peer simulator" in V.table(v) and "peer simulator" in str(V.json_summary(v))
+    assert "peer simulator" in V.table(v, verbose=True) and "peer simulator" in str(
+        V.json_summary(v)
+    )
     header = (V.DATA_DIR / "vtrain_single.csv").read_text().splitlines()[0]
     assert "NOT measurements" in header

@@ -167,7 +167,7 @@ def test_validate_json_names_the_published_sets(capsys):
             assert {"naive_mape", "naive_bias", "naive_max_abs_error"} <= set(m)
     with capsys.disabled():
         v = V.run_validation(P.PUBLISHED_SETS, workers=1)
-        print("\n" + V.table(v))
+        print("\n" + V.table(v, verbose=True))
 
 
 def test_every_case_beyond_the_gap_bound_has_a_written_reason():

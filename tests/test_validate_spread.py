@@ -143,7 +143,7 @@ def _validation(results, sets=("hand",)):
 
 
 def test_the_table_shows_repeats_and_nothing_where_there_are_none():
-    text = V.table(_validation(HAND))
+    text = V.table(_validation(HAND), verbose=True)
     assert "hand: the same simsp input measured more than once" in text
     assert "2 groups, 5 cases: repeat floor" in text
     line = next(x for x in text.splitlines() if x.startswith("  r1 "))
@@ -153,7 +153,7 @@ def test_the_table_shows_repeats_and_nothing_where_there_are_none():
     assert any(x.startswith("  c1 ") for x in text.splitlines())
     assert not any(x.startswith("  c2 ") for x in text.splitlines())
     lone = [HAND[0], HAND[2], HAND[3]]
-    plain = V.table(_validation(lone))
+    plain = V.table(_validation(lone), verbose=True)
     assert "repeat" not in plain and "release" not in plain
 
 

@@ -32,7 +32,9 @@ def cmd_validate(args) -> None:
         written = write_outputs(v, args.out)
         if not args.json:
             print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
-    print(json.dumps(json_summary(v, args.by), indent=2)) if args.json else print(table(v, args.by))
+    print(json.dumps(json_summary(v, args.by), indent=2)) if args.json else print(
+        table(v, args.by, args.verbose)
+    )
 
 
 def register(sub) -> argparse.ArgumentParser:
@@ -43,6 +45,11 @@ def register(sub) -> argparse.ArgumentParser:
     )
     p = sub.add_parser("validate", help=help_, description=help_)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print each set's cases, worst cases, memory, repeats and skipped rows too",
+    )
     p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")
     p.add_argument(
         "--set",

@@ -179,8 +179,9 @@ def _by_table(name: str, rs: list, by: str) -> list[str]:
     ]
 
 
-def table(v: Validation, by: str | None = None) -> str:
-    """Readable per-set tables: the metrics (by a setting if asked), then the five worst cases."""
+def table(v: Validation, by: str | None = None, verbose: bool = False) -> str:
+    """Readable tables: the metrics of every set (by a setting if asked); with `verbose`, each
+    set's cases, worst cases, memory, repeats and skipped rows too."""
     summary = v.summary()["sets"]
     lines = [
         f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"
@@ -188,6 +189,16 @@ def table(v: Validation, by: str | None = None) -> str:
     ]
     lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
     lines += [f"  {name}: reference {summary[name]['reference']}" for name in v.sets]
+    if by and not verbose:
+        for name in v.sets:
+            rs = of_set(v.results, name)
+            lines += _by_table(name, rs, by) if rs else []
+    if not verbose:
+        lines.append(
+            f"\n{len(v.results)} cases, {len(v.skipped)} rows skipped, {v.wall_s:.1f} s "
+            "(--verbose: every case, the worst, memory, repeats and why rows were skipped)"
+        )
+        return "\n".join(lines)
     for name in v.sets:
         rs = of_set(v.results, name)
         if rs and by:
