@@ -303,12 +303,37 @@ def _figure_from_html(html: str) -> dict:
     return {"data": data, "layout": layout}
 
 
-def test_out_writes_the_case_csv_and_a_scatter_with_the_data(subset_run, tmp_path):
-    csv_path, html_path = V.write_outputs(subset_run, tmp_path / "out")
+def test_out_writes_the_case_csv_and_the_errors_page(subset_run, tmp_path):
+    written = V.write_outputs(subset_run, tmp_path / "out")
+    csv_path, errors_path = written[:2]
+    assert errors_path.name == "errors.html"
     rows = list(csv.DictReader(csv_path.open()))
     assert len(rows) == len(subset_run.results)
     assert rows[0]["set"] == "paper-table4" and float(rows[0]["predicted_s"]) > 0
-    html = html_path.read_text()
+    fig = _figure_from_html(errors_path.read_text())
+    measured = [r for r in subset_run.results if r.case.set not in V.PEER_SETS]
+    per_set = [t for t in fig["data"] if not t["name"].startswith("naive")]
+    assert sum(len(t["y"]) for t in per_set) == len(measured)
+    for t in per_set:  # each set's cases sorted by error, in percent
+        assert t["y"] == sorted(t["y"])
+    with_naive = [r for r in measured if r.naive_error is not None]
+    naive = [t for t in fig["data"] if t["name"].startswith("naive")]
+    assert len(naive[0]["y"]) == len(with_naive) if with_naive else not naive
+    assert fig["layout"]["xaxis"]["type"] == "category"
+
+
+def test_the_peer_simulator_has_a_page_of_its_own(subset_run):
+    peers = tuple(s for s in subset_run.sets if s in V.PEER_SETS)
+    fig = V.scatter_figure(subset_run, peers)
+    names = {t["name"].split(" ")[0] for t in fig["data"]} - {"y"}
+    assert names <= set(peers)
+    assert not any(
+        t["name"].startswith(p) for t in V.errors_figure(subset_run)["data"] for p in peers
+    )
+
+
+def test_the_scatter_draws_the_data(subset_run, tmp_path):
+    html = V.scatter_html(subset_run)
     fig = _figure_from_html(html)
     assert fig["layout"]["xaxis"]["type"] == fig["layout"]["yaxis"]["type"] == "log"
     traces = {t["name"].split(" ")[0]: t for t in fig["data"]}

@@ -50,7 +50,12 @@ def register(sub) -> argparse.ArgumentParser:
         action="store_true",
         help="print each set's cases, worst cases, memory, repeats and skipped rows too",
     )
-    p.add_argument("--out", metavar="DIR", help="write DIR/cases.csv and DIR/scatter.html")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write DIR/cases.csv, DIR/errors.html (error per measured case, by set, naive beside) "
+        "and, with a peer simulator's set, DIR/peers.html",
+    )
     p.add_argument(
         "--set",
         nargs="+",

@@ -35,6 +35,8 @@ _WHERE = {
     "CSV_FIELDS": "report",
     "Case": "cases",
     "DATA_DIR": "data",
+    "errors_figure": "errors_page",
+    "errors_html": "errors_page",
     "PAPER_HARDWARE": "cases",
     "PEER_SETS": "cases",
     "PUBLISHED_SETS": "published",
@@ -106,6 +108,8 @@ __all__ = [
     "case_rows",
     "derive_published",
     "derive_vtrain",
+    "errors_figure",
+    "errors_html",
     "grouped",
     "json_summary",
     "metrics",
@@ -151,6 +155,8 @@ def _module(name: str):
             from simsp.validate import cases as module
         case "data":
             from simsp.validate import data as module
+        case "errors_page":
+            from simsp.validate import errors_page as module
         case "published":
             from simsp.validate import published as module
         case "published_runs":

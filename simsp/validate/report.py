@@ -1,5 +1,5 @@
 """The validation in words and files: the readable tables, the --json object, and --out's
-per-case CSV and scatter page."""
+per-case CSV, the errors page and the peer-simulator page."""
 
 import csv
 import io
@@ -9,7 +9,8 @@ from simsp.errors import InputError
 from simsp.spec.knobs import KNOBS, values_of
 from simsp.textfile import write_text
 from simsp.units import GIB
-from simsp.validate.cases import GAP_REPORTED
+from simsp.validate.cases import GAP_REPORTED, PEER_SETS
+from simsp.validate.errors_page import errors_html
 from simsp.validate.fp8_pairs import PAIRS_SET
 from simsp.validate.metrics import grouped, of_set, worst
 from simsp.validate.runner import Validation
@@ -284,23 +285,28 @@ def case_rows(v: Validation) -> list[dict]:
 
 
 def write_outputs(v: Validation, out_dir) -> list[Path]:
-    """cases.csv (one row a case) and scatter.html in out_dir."""
+    """cases.csv (one row a case), errors.html (the error of every measured case, by set, with
+    the naive baseline) and, where a peer simulator's set ran, peers.html, in out_dir."""
     out = Path(out_dir)
+    peers = tuple(s for s in v.sets if s in PEER_SETS and of_set(v.results, s))
     try:
         out.mkdir(parents=True, exist_ok=True)
-        csv_path, html_path = out / "cases.csv", out / "scatter.html"
-        html = scatter_html(v)
+        pages = {out / "errors.html": errors_html(v)}
+        if peers:
+            pages[out / "peers.html"] = scatter_html(v, peers)
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(case_rows(v))
+        csv_path = out / "cases.csv"
         write_text(csv_path, buf.getvalue())  # each whole, or the old file kept
-        write_text(html_path, html)
+        for path, html in pages.items():
+            write_text(path, html)
     except OSError as e:
         raise InputError(
             out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})"
         ) from None
-    return [csv_path, html_path]
+    return [csv_path, *pages]
 
 
 def json_summary(v: Validation, by: str | None = None) -> dict:

@@ -1,5 +1,6 @@
-"""The validation scatter: predicted vs reference seconds (measured, or a peer simulator's for
-vtrain-single), log-log, one trace per set.
+"""The peer-simulator page: simsp's seconds against a peer simulator's (vtrain-single: vTrain's
+predictor), log-log, one trace per set; `sets` chooses which (all by default). Measured sets have
+their own page, error per case (errors_page.py).
 
 `scatter_figure` is plain plotly figure JSON (no plotly here); `scatter_html` hands it to
 `simsp.present.timeline.figure_html`, the one place that draws pages with plotly.
@@ -45,16 +46,17 @@ def _set_trace(name: str, rs: list, m: dict, colour: str) -> dict:
     }
 
 
-def scatter_figure(v: Validation) -> dict:
-    """Predicted vs measured seconds, log-log, one trace per set, and the y = x line, as a plain
-    plotly figure dict (no plotly import)."""
+def scatter_figure(v: Validation, sets: tuple[str, ...] | None = None) -> dict:
+    """Predicted vs reference seconds, log-log, one trace per set (of `sets`, default all), and
+    the y = x line, as a plain plotly figure dict (no plotly import)."""
     summary = v.summary()["sets"]
-    data = []
+    data, shown = [], []
     for i, name in enumerate(v.sets):
         rs = of_set(v.results, name)
-        if rs:
+        if rs and (sets is None or name in sets):
             data.append(_set_trace(name, rs, summary[name], COLOURS[i % len(COLOURS)]))
-    values = [x for r in v.results for x in (r.case.measured_s, r.predicted_s) if x > 0]
+            shown += rs
+    values = [x for r in shown for x in (r.case.measured_s, r.predicted_s) if x > 0]
     lo, hi = (min(values) / 1.5, max(values) * 1.5) if values else (1e-3, 1e3)
     span = [math.log10(lo), math.log10(hi)]  # plotly log axes take ranges in decades
     data.append(
@@ -92,8 +94,8 @@ def scatter_figure(v: Validation) -> dict:
     }
 
 
-def scatter_html(v: Validation) -> str:
+def scatter_html(v: Validation, sets: tuple[str, ...] | None = None) -> str:
     """The scatter as a self-contained page (plotly.js inline)."""
     from simsp.present.timeline import figure_html  # imports plotly only now, when a page is drawn
 
-    return figure_html(scatter_figure(v))
+    return figure_html(scatter_figure(v, sets))
