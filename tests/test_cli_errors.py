@@ -264,3 +264,21 @@ def test_a_run_needing_a_table_the_hardware_lacks(tmp_path, capsys):
     assert main(["run", str(ROOT / "workloads" / "gpt3-175b.yaml"), "--hardware", str(hw)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no-ib.yaml" in err and "calibration.infiniband" in err
+
+
+@pytest.mark.parametrize("name", ["=HYPERLINK(1)", "+1+cmd", "@SUM(A1)", "-2", "a\nb", "tab\there"])
+def test_a_name_that_a_spreadsheet_would_run_or_that_splits_a_line_is_refused(
+    tmp_path, capsys, name
+):
+    """Issue 32, formula injection: names go into sweep and plan CSV cells and table rows (a
+    hardware file's name is read by the same check, io/config.check_name)."""
+    workload = tmp_path / "w.yaml"
+    workload.write_text(variant(name=name))
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        yaml.safe_dump({"name": name, "workload": str(ROOT / "workloads/gpt3-175b.yaml")})
+    )
+    for argv in (["memory", str(workload)], ["sweep", str(spec), "--no-progress"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "name=" in err, err

@@ -462,3 +462,27 @@ def test_explicit_null_kv_heads_means_multi_head():
     absent key takes Mistral's 8)."""
     mistral = {**LLAMA_MIN, "model_type": "mistral", "num_key_value_heads": None}
     assert model_fields(mistral, "m.json")["kv_heads"] == 4
+
+
+@pytest.mark.parametrize(
+    "patch, key, words",
+    [
+        ({"hidden_act": ["silu"]}, "hidden_act", "must be one of"),
+        ({"num_local_experts": 8.0, "num_experts_per_tok": 2}, "num_local_experts", "integer"),
+        ({"num_local_experts": "64"}, "num_local_experts", "integer"),
+        ({"num_experts_per_tok": 2}, "num_experts_per_tok", "mixture of experts"),
+        ({"rope_theta": float("nan")}, "rope_theta", "finite"),
+        ({"rope_theta": float("inf")}, "rope_theta", "finite"),
+    ],
+)
+def test_a_mistyped_dense_config_is_one_input_error(patch, key, words):
+    """Issue 32's HF reproducers: a list where a name goes, an expert count as a float or a
+    string or only a top-k (a mixture of experts read as dense otherwise), a rope_theta that is
+    not finite."""
+    import json
+
+    config = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    config.update(patch)
+    with pytest.raises(InputError) as e:
+        model_fields(config, "c.json")
+    assert e.value.key == key and words in e.value.rule and e.value.file == "c.json"

@@ -179,6 +179,22 @@ def workload_hardware(path) -> str | None:
     return str(beside) if beside.is_file() else given
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")
+"""What a spreadsheet reads as a formula at the start of a cell (OWASP's CSV injection list)."""
+
+
+def check_name(path, value) -> str:
+    """A workload's or machine's name: a string that goes into table rows and CSV cells, so it
+    may not start as a formula would, nor hold a control character (a newline would split a
+    row, or an error's one line)."""
+    name = check_scalar(path, "name", value, str, False)
+    if name.startswith(FORMULA_STARTS):
+        raise InputError(path, "name", name, "must not start with =, +, - or @ (a formula)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InputError(path, "name", name, "must not hold a control character")
+    return name
+
+
 def model_name(hf_path) -> str:
     """A model's name from its config.json: the folder holding it
     (workloads/models/llama-3.1-70b/config.json -> llama-3.1-70b), or the file's stem where the
@@ -221,7 +237,7 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
         merged = dict(data.get(section) or {})
         merged.update({k: v for k, v in values.items() if v is not None})
         data[section] = merged
-    name = check_scalar(path, "name", data.get("name", Path(path).stem), str, False)
+    name = check_name(path, data.get("name", Path(path).stem))
     w = Workload(
         name=name,
         model=_model_section(data, path, model_overrides),
@@ -271,7 +287,7 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
         infiniband=_resolve_paths(path, "calibration.infiniband", cal.infiniband, folder),
     )
     hw = HardwareSpec(
-        name=check_scalar(path, "name", data.get("name", path.stem), str, False),
+        name=check_name(path, data.get("name", path.stem)),
         **{
             section: required_section(data, path, section, cls)
             for section, cls in HARDWARE_SECTIONS.items()

@@ -35,6 +35,8 @@ Choices that are this module's, not transformers':
   use it (`_window`), QK norms and where a layer's norms sit (the family's table).
 """
 
+import math
+
 from simsp.errors import InputError
 from simsp.io.hf_families import (
     FAMILIES,
@@ -184,13 +186,20 @@ def _family(config, source) -> Family:
 
 
 def _refuse_moe(config, source):
-    """An expert count above one under any key is a mixture of experts:
+    """An expert count above one under any key, or experts routed a token, is a mixture of
+    experts; a count that is not an integer is refused as such:
     configuration_mixtral.py num_local_experts, configuration_qwen2_moe.py num_experts,
     configuration_deepseek_v3.py n_routed_experts."""
     for key in MOE_KEYS:
         value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
-            raise InputError(source, key, value, MOE_REFUSED)
+        if value is None or (type(value) is int and value in (0, 1)):
+            continue
+        if type(value) is not int:  # 8.0, "64", true: an expert count, mistyped
+            raise InputError(source, key, value, "must be an integer (an expert count)")
+        raise InputError(source, key, value, MOE_REFUSED)
+    topk = config.get("num_experts_per_tok")
+    if topk is not None and not (type(topk) is int and topk in (0, 1)):
+        raise InputError(source, "num_experts_per_tok", topk, MOE_REFUSED)
 
 
 def _positive(config, source, key) -> int:
@@ -251,7 +260,7 @@ def _mlp(config, source, fam) -> str:
     ReLU, ...) are refused."""
     act = config.get(fam.act, fam.act_default)
     table = GATED_ACTS if fam.gated else PLAIN_ACTS
-    if act not in table:
+    if not isinstance(act, str) or act not in table:
         shape = "a gated (gate/up/down) MLP" if fam.gated else "a two-matrix (up/down) MLP"
         raise InputError(source, fam.act, act, f"must be one of {', '.join(table)} for {shape}")
     return table[act]
@@ -374,9 +383,12 @@ def _check_rope(config, source):
     checked for sanity (theta > 0, scaling an object or null, fraction in (0, 1])."""
     theta = config.get("rope_theta")
     if theta is not None and (
-        not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 0
+        not isinstance(theta, (int, float))
+        or isinstance(theta, bool)
+        or not math.isfinite(theta)
+        or theta <= 0
     ):
-        raise InputError(source, "rope_theta", theta, "must be a positive number")
+        raise InputError(source, "rope_theta", theta, "must be a positive, finite number")
     scaling = config.get("rope_scaling")
     if scaling is not None and not isinstance(scaling, dict):
         raise InputError(source, "rope_scaling", scaling, "must be an object or null")

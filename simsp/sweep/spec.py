@@ -143,7 +143,13 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
 def load_spec(path, sets=()) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
     (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
-    from simsp.io.config import load_hardware, load_workload, read_yaml, workload_hardware
+    from simsp.io.config import (
+        check_name,
+        load_hardware,
+        load_workload,
+        read_yaml,
+        workload_hardware,
+    )
     from simsp.spec.fields import check_scalar
 
     path = Path(path)
@@ -155,7 +161,7 @@ def load_spec(path, sets=()) -> SweepSpec:
         raise InputError(path, "workload", None, "is required")
     workload = load_workload(resolve(path, "workload", data["workload"]))  # checked first
     if "name" in data:
-        check_scalar(path, "name", data["name"], str, False)
+        check_name(path, data["name"])
     workload_path = resolve(path, "workload", data["workload"])
     hw_paths = data.get("hardware", workload_hardware(workload_path))
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
