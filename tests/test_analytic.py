@@ -241,8 +241,9 @@ def test_estimate_reports_mfu_and_fit(workloads, hardware):
 
 
 def test_screening_is_memoised_when_warm(workloads, hardware):
-    """A second pass over a grid builds no layer or end-stage cost again (benchmarks/ measures
-    the rate itself, >= 2,000/s cold): every piece comes from the memo."""
+    """A second pass over a grid builds no layer or end-stage cost again: every piece comes from
+    the memo (benchmarks/screening_speed.py measures the screening rate, through the closed
+    form over columns, which takes its pieces from this memo)."""
     cases = grid_175b(workloads["gpt3-175b"])
     for w in cases:
         analytic.estimate(w, hardware)

@@ -268,10 +268,16 @@ def stage_activation_bytes(w: Workload, stage: int) -> float:
     held = _held_activation_bytes(w, stage)
     if stage != w.parallel.pp - 1:
         return held
+    return held + loss_working_bytes(w)
+
+
+def loss_working_bytes(w: Workload) -> float:
+    """The loss's working set beyond what it keeps (the last stage's, once): its
+    implementation's bytes per logit (model/blocks/loss.py) over one rank's logits."""
     ce = CROSS_ENTROPY[w.training.knob("cross_entropy")]
     m, b, par = w.model, w.training.micro_batch, w.parallel
     logits = m.seq_len // par.cp * b * m.padded_vocab(par.tp) / par.tp
-    return held + ce.working_bytes * logits
+    return ce.working_bytes * logits
 
 
 def _held_activation_bytes(w: Workload, stage: int) -> float:

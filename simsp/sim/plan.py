@@ -358,9 +358,7 @@ def stage_costs(
 ) -> tuple[StageCosts, LayerTime, tuple, "KindTimes | None"]:
     """The costs a pipeline's timing depends on, the layer they came from, the per-stage
     parameter counts (for the plan's weights) and, where the layers differ, each kind's times."""
-    for key, value, holds, rule in precision_rules(w.training.numerics, cost.hw.gpu):
-        if not holds:
-            raise InputError(cost.hw.source or cost.hw.name, key, value, rule)
+    check_numerics(w, cost.hw)
     par = w.parallel
     p = par.pp
     lay = layout(par, cost.hw.node.gpus)
@@ -374,33 +372,28 @@ def stage_costs(
             dataclasses.replace(w, parallel=dataclasses.replace(par, recompute="none")), cost, lay
         )
     ends = parts.ends(w, cost, lay)
-    params = by_stage(p, lambda s: stage_params(w.model, par, s))
-    experts = (
-        by_stage(p, lambda s: stage_expert_params(w.model, par, s)) if w.model.experts else (0,) * p
-    )
+    terms = stage_terms(w, cost, lay)
+    params, experts, buckets = terms.params, terms.experts, terms.buckets
     sharded = fsdp.layer_comm(w, cost, lay) if par.fsdp else None
     amax = partial(st.amax_reduction_s, w, cost, lay)
     mixed = None if stack.uniform(w.model) else _kind_times(w, cost, lay, parts, rest is not None)
     chunks = chunk_costs(w, lt, ends, rest, sharded, amax, mixed)
     p2p = ends[4] if p > 1 else 0.0
-    buckets = tuple(gradient_buckets(n, par, s) for s, n in enumerate(params))
     costs = StageCosts(
         p=p,
         v=par.chunks,
         m=w.microbatches,
         chunks=chunks,
         p2p_s=p2p,
-        dp_s=(0.0,) * p  # FSDP reduces each layer's gradients as its backward ends
-        if par.fsdp
-        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s], experts[s])),
+        dp_s=terms.dp_s,
         overlap_dp=par.overlap_grad_reduce,
         comm_sm_share=cost.hw.calibration.collective_sm_share,
         dp_buckets=buckets,
         dp_chunks=by_stage(p, lambda s: chunk_gradients(w, s))
         if par.chunks > 1 and par.overlap_grad_reduce and par.dp * par.cp > 1
         else (),
-        embedding_sync_s=st.embedding_sync_s(w, cost),
-        optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
+        embedding_sync_s=terms.embedding_sync_s,
+        optimizer_s=terms.optimizer_s,
         param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p, experts)
         if par.distributed_optimizer
         else (),
@@ -408,6 +401,62 @@ def stage_costs(
         alike_stages=not (par.recompute_per_stage or par.uneven),
     )
     return costs, lt, params, mixed
+
+
+def check_numerics(w: Workload, hw) -> None:
+    """InputError naming the hardware file where the run's precision and kernels cannot run on
+    its GPU (spec/precision.py's rules)."""
+    for key, value, holds, rule in precision_rules(w.training.numerics, hw.gpu):
+        if not holds:
+            raise InputError(hw.source or hw.name, key, value, rule)
+
+
+@dataclass(frozen=True)
+class StageTerms:
+    """A pipeline's work outside its chunks, per stage (by_stage): what stage_costs reads besides
+    the chunks, and what the closed form over columns (closed_form_columns.py) takes once per
+    distinct layout."""
+
+    params: tuple
+    """Parameters one rank of each stage holds."""
+    experts: tuple
+    """Of them the routed experts' (0 for a dense model)."""
+    buckets: tuple[int, ...]
+    """Gradient buckets (gradient_buckets)."""
+    dp_s: tuple[float, ...]
+    """The DP gradient reduction (none under FSDP, which reduces each layer's gradients as its
+    backward ends)."""
+    optimizer_s: tuple[float, ...]
+    embedding_sync_s: float
+
+
+def stage_terms(w: Workload, cost: CostModel, lay: Layout) -> StageTerms:
+    """The parameters, gradient buckets, DP reduction and optimizer step of every stage, and the
+    tied embedding's sync."""
+    par, p = w.parallel, w.parallel.pp
+    params = by_stage(p, lambda s: stage_params(w.model, par, s))
+    experts = (
+        by_stage(p, lambda s: stage_expert_params(w.model, par, s)) if w.model.experts else (0,) * p
+    )
+    return StageTerms(
+        params=params,
+        experts=experts,
+        buckets=tuple(gradient_buckets(n, par, s) for s, n in enumerate(params)),
+        dp_s=(0.0,) * p
+        if par.fsdp
+        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s], experts[s])),
+        optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
+        embedding_sync_s=st.embedding_sync_s(w, cost),
+    )
+
+
+def param_gathers(w: Workload, cost: CostModel, lay: Layout, params, experts) -> tuple:
+    """Each stage's whole parameter all-gather under the distributed optimizer (before what of
+    it is hidden: _param_gather)."""
+    return by_stage(
+        w.parallel.pp,
+        lambda s: st.param_gather_s(w, cost, lay, params[s], s, experts[s]),
+    )
 
 
 def _param_gather(
@@ -420,7 +469,7 @@ def _param_gather(
     forwards and sends of the stages before; the forwards beside the hidden part run on the SMs
     the gather leaves (gather_beside_forwards_s)."""
     par, p = w.parallel, w.parallel.pp
-    gathers = by_stage(p, lambda s: st.param_gather_s(w, cost, lay, params[s], s, experts[s]))
+    gathers = param_gathers(w, cost, lay, params, experts)
     warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
     per_chunk = par.overlap_param_gather and par.chunks > 1 and par.schedule == "interleaved"
     fill, out, share = 0.0, [], cost.hw.calibration.collective_sm_share

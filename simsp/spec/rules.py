@@ -36,8 +36,9 @@ KERNEL_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
 """What a kernel column of a FlashAttention table holds (fa2, fa3, cudnn, trace)."""
 
 
-def _rules(w: Workload):
-    """(key, value, holds, rule) for every cross-field rule, in the order they are checked."""
+def _rules(w: Workload, batch: bool = True):
+    """(key, value, holds, rule) for every cross-field rule, in the order they are checked;
+    without the batch's rules (_batch_rules) where `batch` is false."""
     m, t, p = w.model, w.training, w.parallel
     chunks = p.pp * p.chunks
     yield (
@@ -164,18 +165,8 @@ def _rules(w: Workload):
             m.layers % chunks == 0,
             f"must divide into pp x virtual_stages ({p.pp} x {p.chunks}) equal chunks",
         )
-    yield (
-        "training.global_batch",
-        t.global_batch,
-        t.global_batch % (t.micro_batch * p.dp) == 0,
-        f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})",
-    )
-    if p.schedule in REGISTRY:
-        broken = REGISTRY[p.schedule].needs(p.pp, w.microbatches, p.chunks)
-        if broken is not None:  # the schedule's own rule (simsp/sim/schedule/), with its key
-            key, rule = broken
-            section, name = key.split(".")
-            yield key, getattr(getattr(w, section), name), False, rule
+    if batch:
+        yield from _batch_rules(w)
     modules = [m.strip() for m in p.recompute_modules.split(",")]
     yield (
         "parallel.recompute_modules",
@@ -197,6 +188,33 @@ def _rules(w: Workload):
     )
     if p.recompute_per_stage:
         yield from _per_stage_rules(w)
+
+
+def _batch_rules(w: Workload):
+    """(key, value, holds, rule) for the batch: the only rules that read the micro and global
+    batch (and the microbatch count they give), so a sweep can check them apart, as masks over
+    its columns (sweep/grid_columns.py), and the others once per parallel layout."""
+    t, p = w.training, w.parallel
+    yield (
+        "training.global_batch",
+        t.global_batch,
+        t.global_batch % (t.micro_batch * p.dp) == 0,
+        f"must be a multiple of micro_batch x dp ({t.micro_batch} x {p.dp})",
+    )
+    broken = schedule_rule(p.schedule, p.pp, w.microbatches, p.chunks)
+    if broken is not None:  # the schedule's own rule (simsp/sim/schedule/), with its key
+        key, rule = broken
+        section, name = key.split(".")
+        yield key, getattr(getattr(w, section), name), False, rule
+
+
+def schedule_rule(schedule: str, pp: int, microbatches: int, chunks: int) -> tuple[str, str] | None:
+    """(key, rule) of the schedule's own rule on its microbatch count (spec/schedules.py Kind.
+    needs) where it is broken, else None (None too for a schedule simsp does not know: its own
+    rule says so)."""
+    if schedule not in REGISTRY:
+        return None
+    return REGISTRY[schedule].needs(pp, microbatches, chunks)
 
 
 def _window_rules(w: Workload):
@@ -551,9 +569,19 @@ def _model_choice_rules(m: ModelSpec):
         )
 
 
-def validate(w: Workload, source: str) -> Workload:
-    """Raise InputError naming source, key, value and rule for the first broken rule."""
-    for key, value, holds, rule in _rules(w):
+def first_broken(w: Workload, batch: bool = True) -> tuple | None:
+    """(key, value, rule) of the first broken rule, None where every rule holds; without the
+    batch's rules (_batch_rules) where `batch` is false."""
+    for key, value, holds, rule in _rules(w, batch):
         if not holds:
-            raise InputError(source, key, value, rule)
+            return key, value, rule
+    return None
+
+
+def validate(w: Workload, source: str, batch: bool = True) -> Workload:
+    """Raise InputError naming source, key, value and rule for the first broken rule; without
+    the batch's rules (_batch_rules) where `batch` is false."""
+    broken = first_broken(w, batch)
+    if broken is not None:
+        raise InputError(source, *broken)
     return w

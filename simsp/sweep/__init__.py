@@ -27,6 +27,7 @@ a killed sweep resumes without losing or duplicating a row.
 Modules:
 
 * `spec` - reading and checking the spec; enumerating its valid, distinct configurations;
+* `grid_columns` - the same enumeration as columns (the rules as masks), for the screening tier;
 * `rows` - the output columns, how values are written, ranking rows;
 * `store` - CSV / Parquet output, resume, partial-line handling;
 * `execute` - the event and closed-form (screening) tiers; local process pool and dask executors;

@@ -58,7 +58,11 @@ def evaluate_analytic(task: tuple) -> dict:
     from simsp.sim.closed_form import estimate
 
     key, w, hw = task
-    e = estimate(w, hw)
+    return analytic_row(key, estimate(w, hw))
+
+
+def analytic_row(key: tuple, e) -> dict:
+    """The output row of a closed-form Estimate."""
     return make_row(
         key,
         e.iteration_time_s,
@@ -76,8 +80,12 @@ def evaluate_analytic(task: tuple) -> dict:
 def screen(configs: list[Config], keep: float) -> tuple[list[dict], set]:
     """Closed-form rows for every configuration, and the keys of the best `keep` share of those
     that fit (at least one when any fits), ranked by closed-form throughput (the iteration time
-    where the global batch is fixed; ties by key)."""
-    rows = [evaluate_analytic((c.key, c.workload, c.hardware)) for c in configs]
+    where the global batch is fixed; ties by key). Evaluated as columns (closed_form_columns:
+    the same estimates, bit for bit)."""
+    from simsp.sim.closed_form_columns import estimate_many
+
+    found = estimate_many([c.workload for c in configs], [c.hardware for c in configs])
+    rows = [analytic_row(c.key, found.row(i)) for i, c in enumerate(configs)]
     fitting = ranked(rows)
     n = math.ceil(keep * len(fitting)) if fitting else 0
     return rows, {row_key(r) for r in fitting[:n]}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.sweep.execute import executor_rows, screen
+from simsp.sweep.grid_columns import enumerate_columns
 from simsp.sweep.progress import Progress
 from simsp.sweep.rows import row_key
 from simsp.sweep.spec import (
@@ -52,7 +53,7 @@ def run_sweep(
     t0 = time.perf_counter()
     output = Output(out)
     check_grid_size(spec, max_grid)
-    configs, counts = enumerate_configs(spec, max_actions)
+    configs, counts = enumerate_all(spec, max_actions)
     check_some_valid(spec, counts)
     wanted = {c.key for c in configs}
     done = {}
@@ -81,3 +82,13 @@ def run_sweep(
     rows = [by_key[c.key] for c in configs if c.key in by_key]
     output.close(list(by_key.values()))
     return Outcome(rows, counts, resumed, len(todo), screened, time.perf_counter() - t0)
+
+
+def enumerate_all(spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS) -> tuple[list, Counts]:
+    """enumerate_configs's configurations and counts: as columns where the grid allows
+    (sweep/grid_columns.py: the same configurations, order and counts, the rules applied as
+    masks), else one grid point at a time."""
+    grid = enumerate_columns(spec, max_actions)
+    if grid is None:
+        return enumerate_configs(spec, max_actions)
+    return grid.configs(), grid.counts

@@ -1,0 +1,486 @@
+"""The closed form over columns: closed_form.estimate of many configurations at once, equal to it
+bit for bit, for a screening tier that evaluates tens of thousands of layouts a second.
+
+The configurations come as columns of one base workload (workload_columns.py). What the scalar
+closed form memoises is taken once per distinct key, from a representative row, by the same
+scalar functions: one layer's costs and the end stages' (closed_form.MEMOISED) with the bytes a
+layer and the end stages keep, per (tp, cp, SP, recompute, micro batch, placement); the stages'
+parameters, DP reduction, optimizer step, parameter all-gather and static HBM (plan.stage_terms,
+memory.static_bytes) per (tp, cp, pp, dp, schedule, chunks); the in-flight microbatches of each
+stage (memory.in_flight_chunks, interleaved_counts) per (schedule, pp, microbatches, chunks);
+the model and hardware FLOPs per (global batch, tp, recompute). Everything after is array
+arithmetic over the rows: the chunks' costs, the stages' work, the pipeline formula, each
+stage's end, gradient reduction and step (closed_form.pipeline_s, stage_finish_s, stage_done_s,
+plan._param_gather), the bubble, and the peak HBM of the stages that can hold it
+(memory.peak_bytes), each in the scalar code's order of floating-point operations: numpy's
+elementwise +, -, *, / and maximum on float64 round as Python's floats do, and every sum is
+taken term by term, left to right, as the scalar code takes it (never np.sum's pairwise sum).
+
+Rows this form does not cover take the scalar closed form, one by one: schedules that need the
+walk (zero-bubble, V), uneven or per-stage splits, a stack of differing layers, MTP, experts,
+FSDP, partial recompute, kept pipeline outputs, per-chunk gradient or parameter-gather windows
+(interleaving with overlapped reductions over more than one rank).
+"""
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from simsp.cost import cost_model
+from simsp.cost import stage_time as st
+from simsp.model import stack
+from simsp.model.flops import hardware_flops, model_flops, utilization
+from simsp.sim import memory
+from simsp.sim.closed_form import MEMOISED, Estimate, estimate
+from simsp.sim.closed_form import clear_caches as clear_scalar_caches
+from simsp.sim.memory import CLASSIC
+from simsp.sim.plan import check_numerics, param_gathers, stage_terms
+from simsp.sim.workload_columns import NAMES, WorkloadColumns, from_workloads, groups
+from simsp.spec.hardware import HardwareSpec
+from simsp.spec.layout import LAYER_GROUPS, layout
+from simsp.spec.workload import Workload
+
+_CLASSIC = np.array([s in CLASSIC for s in NAMES["schedule"]])
+_INTERLEAVED = NAMES["schedule"].index("interleaved")
+_MAX_TABLE = 1 << 17
+"""Memoised keys kept before the tables are emptied (a bound on a long process's memory)."""
+
+
+@dataclass(frozen=True, eq=False)
+class EstimateColumns:
+    """closed_form.Estimate's figures for many configurations, one array each, row by row."""
+
+    iteration_time_s: np.ndarray
+    mfu: np.ndarray
+    hfu: np.ndarray
+    tokens_per_s: np.ndarray
+    peak_bytes: np.ndarray
+    capacity_bytes: np.ndarray
+    bubble_s: np.ndarray
+    reserve_bytes: np.ndarray
+    vectorised: np.ndarray
+    """Whether each row took the array path (else the scalar closed form)."""
+
+    def __len__(self) -> int:
+        return len(self.iteration_time_s)
+
+    @property
+    def fits(self) -> np.ndarray:
+        """Estimate.fits of each row: the peak and the reserve within the capacity."""
+        return self.peak_bytes + self.reserve_bytes <= self.capacity_bytes
+
+    def row(self, i: int) -> Estimate:
+        """Row i as the scalar closed form's Estimate."""
+        return Estimate(
+            iteration_time_s=float(self.iteration_time_s[i]),
+            mfu=float(self.mfu[i]),
+            hfu=float(self.hfu[i]),
+            tokens_per_s=float(self.tokens_per_s[i]),
+            peak_bytes=float(self.peak_bytes[i]),
+            capacity_bytes=int(self.capacity_bytes[i]),
+            bubble_s=float(self.bubble_s[i]),
+            reserve_bytes=int(self.reserve_bytes[i]),
+        )
+
+    def rows(self) -> list[Estimate]:
+        """Every row as an Estimate."""
+        return [self.row(i) for i in range(len(self))]
+
+
+_FLOATS = ("iteration_time_s", "mfu", "hfu", "tokens_per_s", "peak_bytes", "bubble_s")
+_INTS = ("capacity_bytes", "reserve_bytes")
+
+
+def _empty(n: int) -> dict:
+    out = {f: np.zeros(n) for f in _FLOATS}
+    out.update({f: np.zeros(n, dtype=np.int64) for f in _INTS})
+    out["vectorised"] = np.zeros(n, dtype=bool)
+    return out
+
+
+def base_vectorisable(base: Workload) -> bool:
+    """Whether the array path covers this base's configurations at all: one kind of layer, no
+    MTP, experts or FSDP, even stages that all recompute alike, pipeline outputs freed."""
+    m, par = base.model, base.parallel
+    return (
+        stack.uniform(m)
+        and not m.mtp_layers
+        and not m.experts
+        and not par.fsdp
+        and not par.uneven
+        and not par.recompute_per_stage
+        and not par.recompute_num_layers
+        and par.deallocate_pipeline_outputs
+    )
+
+
+def vectorisable(cols: WorkloadColumns) -> np.ndarray:
+    """The rows the array path covers: those of a covered base on a classic schedule, without
+    a gradient reduction or parameter all-gather timed per model chunk."""
+    if not base_vectorisable(cols.base):
+        return np.zeros(len(cols), dtype=bool)
+    par = cols.base.parallel
+    covered = _CLASSIC[cols.schedule]
+    per_chunk = cols.chunks() > 1
+    if par.overlap_grad_reduce:  # plan.stage_costs's dp_chunks
+        covered &= ~(per_chunk & (cols.dp * cols.cp > 1))
+    if par.distributed_optimizer and par.overlap_param_gather:  # plan._param_gather's per_chunk
+        covered &= ~(per_chunk & (cols.schedule == _INTERLEAVED))
+    return covered
+
+
+def estimate_columns(cols: WorkloadColumns, hw: HardwareSpec) -> EstimateColumns:
+    """closed_form.estimate of every row of `cols` on `hw`, equal to it bit for bit: the rows
+    `vectorisable` covers as arrays, the others by the scalar closed form."""
+    n = len(cols)
+    out = _empty(n)
+    out["capacity_bytes"][:] = hw.hbm_bytes
+    fast = vectorisable(cols)
+    if fast.any():
+        rows = np.flatnonzero(fast)
+        sub = cols if len(rows) == n else cols.take(rows)
+        check_numerics(sub.base, hw)
+        for field, values in _arrays(sub, hw).items():
+            out[field][rows] = values
+        out["vectorised"][rows] = True
+    for i in np.flatnonzero(~fast):
+        e = estimate(cols.workload(int(i)), hw)
+        for field in _FLOATS + _INTS:
+            out[field][i] = getattr(e, field)
+    return EstimateColumns(**out)
+
+
+def estimate_many(workloads, hardware) -> EstimateColumns:
+    """closed_form.estimate of each workload, in order, on `hardware` (one HardwareSpec, or one
+    for each workload), through columns of the workloads that differ only in their columns'
+    settings (workload_columns.from_workloads)."""
+    n = len(workloads)
+    hws = [hardware] * n if isinstance(hardware, HardwareSpec) else list(hardware)
+    out = _empty(n)
+    by_hw: dict = {}
+    for i, hw in enumerate(hws):
+        by_hw.setdefault(hw, []).append(i)
+    for hw, positions in by_hw.items():
+        for cols, rows in from_workloads([workloads[i] for i in positions]):
+            found = estimate_columns(cols, hw)
+            at = np.asarray(positions)[rows]
+            for field in out:
+                out[field][at] = getattr(found, field)
+    return EstimateColumns(**out)
+
+
+# ---------------------------------------------------------------------------- memoised keys
+_TABLES: dict = {}
+
+
+def clear_caches() -> None:
+    """Forget every memoised cost, the scalar closed form's with the tables here."""
+    _TABLES.clear()
+    clear_scalar_caches()
+
+
+def _memo(kind: str, cols: WorkloadColumns, hw, columns: tuple, value) -> tuple[list, np.ndarray]:
+    """(value(row) for each distinct combination of `columns`' values, from its first row; each
+    row's index into them), memoised on the base, the hardware and the values."""
+    first, inverse = groups(*columns)
+    if sum(map(len, _TABLES.values())) > _MAX_TABLE:
+        _TABLES.clear()
+    memo = _TABLES.setdefault((kind, cols.base, hw), {})
+    found = []
+    for i, key in zip(first.tolist(), np.stack(columns, axis=1)[first].tolist(), strict=True):
+        key = tuple(key)
+        if key not in memo:
+            memo[key] = value(i)
+        found.append(memo[key])
+    return found, inverse
+
+
+def _table(kind: str, cols: WorkloadColumns, hw, columns: tuple, value) -> np.ndarray:
+    """_memo's values (tuples of numbers) as an array, one row per row of cols."""
+    found, inverse = _memo(kind, cols, hw, columns, value)
+    return np.asarray(found)[inverse]
+
+
+def _placements(cols: WorkloadColumns, hw) -> np.ndarray:
+    """An index of each row's layer placement (the groups a layer's collectives run over and
+    the pipeline neighbours' node: closed_form's memo key)."""
+
+    def placement(i: int):
+        w = cols.workload(i)
+        return layout(w.parallel, hw.node.gpus).placement(*LAYER_GROUPS)
+
+    found, inverse = _memo("placement", cols, hw, (cols.tp, cols.cp, cols.pp, cols.dp), placement)
+    ids: dict = {}
+    return np.asarray([ids.setdefault(x, len(ids)) for x in found], dtype=np.int64)[inverse]
+
+
+LAYER_FIELDS = (
+    "layer_f",
+    "layer_b",
+    "emb_f",
+    "emb_b",
+    "out_f",
+    "out_b",
+    "p2p",
+    "act_layer",
+    "act_emb",
+    "act_out",
+    "loss_work",
+)
+
+
+def _layer_row(cols: WorkloadColumns, hw, i: int) -> tuple:
+    """One layer's forward and backward, the end stages' and a send (closed_form.MEMOISED),
+    the bytes a layer and the end stages keep, and the loss's working set."""
+    w = cols.workload(i)
+    cost = cost_model(hw)
+    lay = layout(w.parallel, hw.node.gpus)
+    lt, ends = MEMOISED.layer(w, cost, lay), MEMOISED.ends(w, cost, lay)
+    par, b, num = w.parallel, w.training.micro_batch, w.training.numerics
+    kept = memory.activation_per_layer_bytes(w.model, par, b, num)
+    emb, out = memory.end_stage_bytes(w.model, par, b, w.training.knob("cross_entropy"))
+    return (lt.forward_s, lt.backward_s, *ends[:5], kept, emb, out, memory.loss_working_bytes(w))
+
+
+STAGE_FIELDS = (
+    "dp_0",
+    "dp_mid",
+    "dp_last",
+    "buckets_0",
+    "buckets_mid",
+    "buckets_last",
+    "step_0",
+    "step_mid",
+    "step_last",
+    "gather_0",
+    "gather_mid",
+    "gather_last",
+    "sync",
+    "static_0",
+    "static_1",
+    "static_last",
+    "amax_f",
+    "amax_b",
+)
+
+
+def _stage_row(cols: WorkloadColumns, hw, i: int) -> tuple:
+    """The first, a middle and the last stage's DP reduction, buckets, optimizer step and whole
+    parameter all-gather (plan.stage_terms, param_gathers), the embedding sync, the static HBM
+    of stages 0, min(1, p - 1) and p - 1, and a chunk's amax reductions."""
+    w = cols.workload(i)
+    cost = cost_model(hw)
+    lay = layout(w.parallel, hw.node.gpus)
+    terms = stage_terms(w, cost, lay)
+    p = w.parallel.pp
+    gathers = (
+        param_gathers(w, cost, lay, terms.params, terms.experts)
+        if w.parallel.distributed_optimizer
+        else (0.0,) * p
+    )
+    mid = 1 if p > 2 else 0
+    amax = st.amax_reduction_s(w, cost, lay, w.layers_per_chunk)
+    return (
+        *(terms.dp_s[s] for s in (0, mid, p - 1)),
+        *(terms.buckets[s] for s in (0, mid, p - 1)),
+        *(terms.optimizer_s[s] for s in (0, mid, p - 1)),
+        *(gathers[s] for s in (0, mid, p - 1)),
+        terms.embedding_sync_s,
+        *(memory.static_bytes(w, s) for s in (0, min(1, p - 1), p - 1)),
+        *amax,
+    )
+
+
+def _counts_row(schedule: int, p: int, m: int, v: int) -> tuple:
+    """Chunk-microbatches stages 0, min(1, p - 1) and p - 1 hold at their peak
+    (memory.in_flight_chunks)."""
+    name = NAMES["schedule"][schedule]
+    return tuple(memory.in_flight_chunks(name, p, m, v, s) for s in (0, min(1, p - 1), p - 1))
+
+
+def _triples(p: np.ndarray, m: np.ndarray, v: np.ndarray, stage: np.ndarray) -> np.ndarray:
+    """memory.interleaved_counts of each row's stage, padded to one length by repeating the
+    first triple: an array [rows, triples, 3]."""
+    first, inverse = groups(p, m, v, stage)
+    found = []
+    for i in first.tolist():
+        pi, mi = int(p[i]), int(m[i])
+        found.append(
+            memory.interleaved_counts(
+                pi, memory.steady_microbatches(pi, mi), int(v[i]), int(stage[i])
+            )
+        )
+    width = max(len(t) for t in found)
+    padded = np.array([list(t) + [t[0]] * (width - len(t)) for t in found], dtype=np.int64)
+    return padded[inverse]
+
+
+def _flops_row(cols: WorkloadColumns, i: int) -> tuple:
+    """Model and hardware FLOPs of an iteration (closed_form.estimate's)."""
+    model, gb, tp = cols.base.model, int(cols.global_batch[i]), int(cols.tp[i])
+    recompute = NAMES["recompute"][cols.recompute[i]]
+    return (model_flops(model, gb, tp), hardware_flops(model, gb, recompute, tp, None))
+
+
+# ---------------------------------------------------------------------------- the arithmetic
+def _by_stage(table: dict, name: str, s: int, p: np.ndarray) -> np.ndarray:
+    """plan.by_stage's value of stage s on each row: the first's, the last's or a middle one's."""
+    return np.where(
+        s == 0,
+        table[name + "_0"],
+        np.where(s == p - 1, table[name + "_last"], table[name + "_mid"]),
+    )
+
+
+def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
+    """Estimate's figures of every row of covered columns, as the scalar closed form computes
+    each (the functions named on each step)."""
+    base, par = cols.base, cols.base.parallel
+    placement = _placements(cols, hw)
+    lay_cols = (cols.tp, cols.cp, cols.sequence_parallel, cols.recompute, cols.micro_batch)
+    layer_table = _table("layer", cols, hw, (*lay_cols, placement), partial(_layer_row, cols, hw))
+    lt = dict(zip(LAYER_FIELDS, layer_table.T, strict=True))
+    stage_cols = (cols.tp, cols.cp, cols.pp, cols.dp, cols.schedule, cols.virtual_stages)
+    if par.cached_dummy_wgrads:  # their shapes come from the layer's op list
+        stage_cols += (cols.micro_batch, cols.sequence_parallel, cols.recompute)
+    stage_table = _table("stage", cols, hw, stage_cols, partial(_stage_row, cols, hw))
+    sg = dict(zip(STAGE_FIELDS, stage_table.T, strict=True))
+    p, v, m = cols.pp, cols.chunks(), cols.microbatches()
+    count_cols = (cols.schedule, p, m, v)
+    counts_of = _table(
+        "counts", cols, hw, count_cols, lambda i: _counts_row(*(int(c[i]) for c in count_cols))
+    ).T
+    flops = (cols.global_batch, cols.tp, cols.recompute)
+    model_f, hardware_f = _table("flops", cols, hw, flops, partial(_flops_row, cols)).T
+
+    n_rows = len(cols)
+    pv = p * v
+    last = pv - 1
+    layers = base.model.layers // pv  # plan.chunk_costs: every chunk alike
+    p2p = np.where(p > 1, lt["p2p"], 0.0)
+
+    # plan.chunk_costs: n layers, the amax reductions, the embedding on the first virtual
+    # stage and the output layer on the last
+    fwd = layers * lt["layer_f"] + sg["amax_f"]
+    bwd = layers * lt["layer_b"] + sg["amax_b"]
+    single = pv == 1
+    f_first = fwd + (lt["emb_f"] + np.where(single, lt["out_f"], 0.0))
+    b_first = bwd + (lt["emb_b"] + np.where(single, lt["out_b"], 0.0))
+    f_mid, b_mid = fwd + (0.0 + 0.0), bwd + (0.0 + 0.0)
+    f_last, b_last = fwd + (0.0 + lt["out_f"]), bwd + (0.0 + lt["out_b"])
+
+    def at(vs, first, mid, final):
+        return np.where(vs == 0, first, np.where(vs == last, final, mid))
+
+    def work(stage):  # closed_form.stage_work_s of one stage
+        total = np.zeros(n_rows)
+        for k in range(int(v.max())):
+            vs = stage + k * p
+            sends = (vs < last).astype(np.int64) + (vs > 0).astype(np.int64)
+            term = (at(vs, f_first, f_mid, f_last) + at(vs, b_first, b_mid, b_last)) + sends * p2p
+            total = np.where(k < v, total + term, total)
+        return total
+
+    work_0 = work(0)
+    most = np.maximum(work_0, np.where(p > 2, work(np.minimum(1, p - 1)), work_0))
+    most = np.maximum(most, np.where(p > 1, work(p - 1), work_0))
+
+    # closed_form.pipeline_s
+    chunk_sum = f_first + b_first
+    middle = f_mid + b_mid
+    for j in range(1, int(pv.max()) - 1):
+        chunk_sum = np.where(j < last, chunk_sum + middle, chunk_sum)
+    chunk_sum = np.where(pv > 1, chunk_sum + (f_last + b_last), chunk_sum)
+    end = (m - 1) * most + (p + v - 1) / (p * v) * chunk_sum + 2 * (p - 1) * p2p
+
+    # closed_form.stage_finish_s, stage_done_s; plan._param_gather; the optimizer step
+    share = hw.calibration.collective_sm_share
+    overlap, gather = par.overlap_grad_reduce, par.distributed_optimizer
+    prefetch = par.overlap_param_gather
+    warmup = np.where(v == 1, 1, np.minimum(p, m))
+    fill = np.zeros(n_rows)
+    done_max = step_max = np.full(n_rows, -np.inf)
+    for s in range(int(p.max())):
+        live = s < p
+        if s > 0:
+            end = end - (at(s - 1, b_first, b_mid, b_last) + (p2p if s > 1 else 0.0))
+        b_s = at(s, b_first, b_mid, b_last)
+        start = (end - (p2p if s > 0 else 0.0)) - b_s
+        w_end = start + b_s
+
+        dp, k = _by_stage(sg, "dp", s, p), _by_stage(sg, "buckets", s, p)
+        if overlap:  # gradient_sync.chunked_gradients_done_s, one window
+            t = np.maximum(np.maximum(end, w_end + dp / k), start + (w_end - start) / k + dp)
+            hidden = np.maximum(0.0, dp - np.maximum(0.0, t - end))
+            done = np.maximum(t, end + share * hidden)
+        else:
+            done = end + dp
+        done = np.where(dp > 0, done, end)
+        synced = (sg["sync"] > 0) & ((s == 0) | (s == p - 1))
+        done = np.where(synced, done + sg["sync"], done)
+        if gather:  # gradient_sync.param_gather_exposed_s, gather_beside_forwards_s
+            total = _by_stage(sg, "gather", s, p)
+            f_s = at(s, f_first, f_mid, f_last)
+            if prefetch:
+                first = total / k
+                exposed = np.maximum(
+                    0.0, first + np.maximum(0.0, total - first - f_s * warmup) - fill
+                )
+                exposed = np.where(total <= 0, total, exposed)
+            else:
+                exposed = total
+            gathered = exposed + share * np.maximum(0.0, total - exposed - fill)
+            fill = fill + (f_s + p2p)
+        else:
+            gathered = 0.0
+        step = _by_stage(sg, "step", s, p) + gathered
+        if s == 0:
+            done_0, end_0, step_0 = done, end, step
+        done_max = np.where(live, np.maximum(done_max, done), done_max)
+        step_max = np.where(live, np.maximum(step_max, step), step_max)
+
+    t = done_max + step_max  # closed_form.estimate
+    busy = m * work_0  # closed_form.stage_busy_s
+    bubble = t - busy - (done_0 - end_0) - step_0
+
+    # memory.peak_bytes: stages 0, min(1, p - 1) and p - 1
+    chunk = layers * lt["act_layer"]
+    gpipe = cols.schedule == NAMES["schedule"].index("gpipe")
+    peak = None
+    for stage, static, count in zip(
+        (np.zeros_like(p), np.minimum(1, p - 1), p - 1),
+        (sg["static_0"], sg["static_1"], sg["static_last"]),
+        counts_of.astype(np.int64),
+        strict=True,
+    ):  # memory._held_activation_bytes and stage_activation_bytes
+        first = np.where(stage == 0, lt["act_emb"], 0.0)
+        final = np.where(stage == p - 1, lt["act_out"], 0.0)
+        last_count = np.where(gpipe, count, 1)  # 1F1B's last stage holds one microbatch
+        held = count * (chunk + first) + last_count * final
+        walked = (v > 1) & ((first != 0) | (final != 0))
+        if walked.any():
+            rows = np.flatnonzero(walked)
+            tri = _triples(p[rows], m[rows], v[rows], stage[rows])
+            each = (
+                tri[:, :, 0] * chunk[rows, None]
+                + tri[:, :, 1] * first[rows, None]
+                + tri[:, :, 2] * final[rows, None]
+            )
+            held[rows] = each.max(axis=1)
+        act = np.where(stage == p - 1, held + lt["loss_work"], held)
+        here = static + act
+        peak = here if peak is None else np.maximum(peak, here)
+
+    gpus, peak_flops = cols.gpus(), hw.gpu.peak_tflops
+    reserve = hw.gpu.hbm_reserve_gib * 1024**3 + hw.gpu.allocator_reserve * peak
+    return {  # utilization is plain arithmetic: it takes the arrays as they are
+        "iteration_time_s": t,
+        "mfu": utilization(model_f, t, gpus, peak_flops),
+        "hfu": utilization(hardware_f, t, gpus, peak_flops),
+        "tokens_per_s": cols.global_batch * base.model.seq_len / t,
+        "peak_bytes": peak,
+        "bubble_s": bubble,
+        # HardwareSpec.reserve_bytes: rint rounds half to even, as round() does
+        "reserve_bytes": np.rint(reserve).astype(np.int64),
+    }
