@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.sweep.execute import executor_rows, screen
-from simsp.sweep.grid_columns import enumerate_columns
 from simsp.sweep.progress import Progress
 from simsp.sweep.rows import row_key
 from simsp.sweep.spec import (
@@ -88,6 +87,8 @@ def enumerate_all(spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS) -> tu
     """enumerate_configs's configurations and counts: as columns where the grid allows
     (sweep/grid_columns.py: the same configurations, order and counts, the rules applied as
     masks), else one grid point at a time."""
+    from simsp.sweep.grid_columns import enumerate_columns  # numpy: only when sweeping
+
     grid = enumerate_columns(spec, max_actions)
     if grid is None:
         return enumerate_configs(spec, max_actions)
