@@ -13,6 +13,7 @@ import sys
 
 from simsp.errors import InputError
 from simsp.io.config import load_hardware, load_workload, workload_hardware
+from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.sim.schedule import REGISTRY
 from simsp.spec.knobs import KNOBS, SECTIONS, Knob, parse_bias
 
@@ -69,6 +70,18 @@ def add_set_arg(p: argparse.ArgumentParser) -> None:
         help="HBM a layout must leave free beside its peak for the CUDA context and NCCL "
         "(default the hardware file's gpu.hbm_reserve_gib, 4 GiB on an H100; the allocator's "
         "share, gpu.allocator_reserve, comes on top)",
+    )
+
+
+def add_max_actions(p: argparse.ArgumentParser, what: str) -> None:
+    """`--max-actions N`: the most stage x chunk x microbatch actions a run or a configuration
+    may take (sim/budget.py), and `what` happens past it."""
+    p.add_argument(
+        "--max-actions",
+        type=int,
+        default=DEFAULT_MAX_ACTIONS,
+        metavar="N",
+        help=f"most stage x chunk x microbatch actions (default {DEFAULT_MAX_ACTIONS:,}); {what}",
     )
 
 

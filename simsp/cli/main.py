@@ -7,6 +7,7 @@ import sys
 from simsp import __version__
 from simsp.cli.arguments import (
     Parser,
+    add_max_actions,
     add_set_arg,
     add_workload_args,
     load,
@@ -14,7 +15,6 @@ from simsp.cli.arguments import (
     source,
 )
 from simsp.errors import InputError
-from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.textfile import check_output, write_text
 
 
@@ -176,14 +176,7 @@ def parser() -> Parser:
         p = sub.add_parser(name, help=help_, description=help_)
         add_workload_args(p)
         if name in ("run", "memory"):
-            p.add_argument(
-                "--max-actions",
-                type=int,
-                default=DEFAULT_MAX_ACTIONS,
-                metavar="N",
-                help="most stage x chunk x microbatch actions to simulate or walk (default "
-                f"{DEFAULT_MAX_ACTIONS:,}); a run past it answers in closed form where it can",
-            )
+            add_max_actions(p, "past it a run answers in closed form where it can")
         if name == "run":
             p.add_argument("--timeline", metavar="OUT.html", help="interactive plotly timeline")
             p.add_argument("--trace", metavar="OUT.json", help="Chrome/Perfetto trace")

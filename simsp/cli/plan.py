@@ -14,9 +14,8 @@ import csv
 import io
 import json
 
-from simsp.cli.arguments import add_workload_args, hardware_of, overrides
+from simsp.cli.arguments import add_max_actions, add_workload_args, hardware_of, overrides
 from simsp.errors import InputError
-from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.spec.knobs import KNOBS
 from simsp.sweep.layouts import SEARCHED
 from simsp.sweep.planner import DEFAULT_SIMULATE, command, flag, search
@@ -226,11 +225,5 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, help="local worker processes (default: all CPUs)")
     p.add_argument("--out", metavar="FILE.csv", help="every layout's row")
     p.add_argument("--pareto", metavar="OUT.html", help="time vs peak memory of every layout")
-    p.add_argument(
-        "--max-actions",
-        type=int,
-        default=DEFAULT_MAX_ACTIONS,
-        metavar="N",
-        help=f"skip layouts of more pipeline actions (default {DEFAULT_MAX_ACTIONS:,})",
-    )
+    add_max_actions(p, "layouts past it are skipped")
     p.set_defaults(func=cmd_plan)

@@ -7,7 +7,6 @@ import sys
 
 from simsp.cli.compare import cmd_compare
 from simsp.errors import InputError
-from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.sweep.pareto import figure_page, pareto_figure
 from simsp.sweep.rows import typed
 from simsp.sweep.runner import run_sweep
@@ -110,14 +109,7 @@ def register(sub) -> None:
         metavar="N",
         help=f"most grid points to enumerate (default {DEFAULT_MAX_GRID:,})",
     )
-    p.add_argument(
-        "--max-actions",
-        type=int,
-        default=DEFAULT_MAX_ACTIONS,
-        metavar="N",
-        help="skip configurations of more stage x chunk x microbatch actions "
-        f"(default {DEFAULT_MAX_ACTIONS:,})",
-    )
+    arguments.add_max_actions(p, "configurations past it are skipped")
     p.add_argument("--json", action="store_true", help="print the best rows as a JSON list")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)
