@@ -99,9 +99,18 @@ def peak_gib(row: dict) -> float:
 
 
 def describe_row(r: dict) -> str:
-    """A configuration in a few words."""
+    """A configuration in a few words: its layout (cp, ep and etp where they are not 1, the
+    optimizer's sharding where there is one), recompute, schedule and batch."""
     chunks = f" v={r['virtual_stages']}" if int(r["virtual_stages"]) > 1 else ""
+    extra = "".join(f" {k}={r[k]}" for k in ("cp", "ep", "etp") if r[k] not in ("0", "1"))
+    sharded = (
+        " fsdp"
+        if r["fsdp"] == "true"
+        else " dist-opt"
+        if r["distributed_optimizer"] == "true"
+        else ""
+    )
     return (
-        f"tp={r['tp']} pp={r['pp']} dp={r['dp']} sp={on_off(r['sp'])} "
+        f"tp={r['tp']}{extra} pp={r['pp']} dp={r['dp']} sp={on_off(r['sp'])}{sharded} "
         f"{r['recompute']} {r['schedule']}{chunks} b={r['micro_batch']} B={r['global_batch']}"
     )
