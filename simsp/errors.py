@@ -25,3 +25,24 @@ class InputError(Exception):
     def __init__(self, file, key, value, rule):
         self.file, self.key, self.value, self.rule = str(file), key, value, rule
         super().__init__(f"{self.file}: {key}={short_repr(value)}: {rule}")
+
+
+class _NotShown:
+    """A value an error does not quote: what an unknown key holds may be anything (a token in a
+    file someone else named), so an error names the key, never its value."""
+
+    def __repr__(self) -> str:
+        return "(not shown)"
+
+
+NOT_SHOWN = _NotShown()
+
+
+def unknown_key_rule(key, known) -> str:
+    """The rule for a key that is not one of `known`: the nearest names, else all of them."""
+    import difflib
+
+    near = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.6)
+    if near:
+        return f"unknown key; did you mean {' or '.join(near)}?"
+    return f"unknown key; known: {', '.join(map(str, known))}"

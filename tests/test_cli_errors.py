@@ -282,3 +282,17 @@ def test_a_name_that_a_spreadsheet_would_run_or_that_splits_a_line_is_refused(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "name=" in err, err
+
+
+def test_an_unknown_key_is_named_but_its_value_never_echoed(tmp_path, capsys):
+    """Issue 32: a file someone else named (a runs.csv's workload cell, a spec's hardware) may
+    hold anything; the error names the key and the nearest known ones, never the value."""
+    path = tmp_path / "w.yaml"
+    path.write_text("api_token: S3CR3T-TOKEN\n" + variant())
+    assert main(["memory", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "api_token" in err and "S3CR3T" not in err
+    path.write_text(variant().replace("parallel:", "parallel:\n  pipline: 2", 1))
+    assert main(["memory", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "parallel.pipline" in err and "did you mean" in err and "2:" not in err

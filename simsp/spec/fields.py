@@ -6,7 +6,7 @@ import dataclasses
 import math
 import typing
 
-from simsp.errors import InputError
+from simsp.errors import NOT_SHOWN, InputError, unknown_key_rule
 
 MAX_INT = 2**53
 """The largest integer a key takes: every count is used as a float somewhere, and past 2**53 a
@@ -84,9 +84,7 @@ def build(cls, data, file, prefix=""):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
         if key not in fields:
-            raise InputError(
-                file, prefix + str(key), data[key], f"unknown key; known: {', '.join(fields)}"
-            )
+            raise InputError(file, prefix + str(key), NOT_SHOWN, unknown_key_rule(key, fields))
     hints = typing.get_type_hints(cls)
     values = {}
     for name, f in fields.items():
@@ -133,4 +131,4 @@ def unknown_top_keys(data, file, known):
     """Every top-level key of a file is one of `known`."""
     for key in data:
         if key not in known:
-            raise InputError(file, key, data[key], f"unknown key; known: {', '.join(known)}")
+            raise InputError(file, key, NOT_SHOWN, unknown_key_rule(key, known))
