@@ -27,6 +27,8 @@ from tests.browser.chromium import (
     screenshot,
 )
 
+pytestmark = pytest.mark.slow  # starts headless Chromium: about 30 s
+
 
 @pytest.fixture(scope="module")
 def chromium():

@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.fuzz_cases import ROOT, Case, _dump, _workload, alias_bomb, all_cases, deep_nesting
 from tests.fuzz_harness import (
     MEMORY_LIMIT_BYTES,
@@ -21,6 +23,8 @@ from tests.fuzz_harness import (
     problems,
     run_case,
 )
+
+pytestmark = pytest.mark.slow  # 3,810 bad inputs: about 85 s
 
 SUBPROCESS_CASES = [
     Case("run/process/dev-zero", ("run", "/dev/zero")),

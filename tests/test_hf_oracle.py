@@ -12,6 +12,8 @@ from simsp.io.hf_config import model_fields
 from simsp.model.params import total_params
 from simsp.spec.model import ModelSpec
 
+pytestmark = pytest.mark.slow  # builds every shipped config in transformers: about 140 s
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 

@@ -52,6 +52,7 @@ def test_rows_are_fastest_first_and_fit(capsys):
     assert all(r["fits"] and r["tier"] == "event" for r in best)
 
 
+@pytest.mark.slow
 def test_branch_and_bound_finds_what_evaluating_every_layout_finds(base):
     w, hw = base
     bounded = search(w, hw, 8, {}, simulate=6, jobs=1)
@@ -130,6 +131,7 @@ def test_the_reserve_decides_what_fits(capsys):
     assert "no layout fits" in out
 
 
+@pytest.mark.slow
 def test_the_same_plan_twice_prints_the_same_bytes(capsys):
     closed_form.clear_caches()
     assert main(SMALL) == 0
@@ -169,6 +171,7 @@ def test_out_and_pareto_hold_every_layout(capsys, tmp_path):
     assert "plotly" in page.read_text().lower()
 
 
+@pytest.mark.slow
 def test_a_workload_file_gives_what_a_plan_does_not_search(capsys):
     plan = _json(
         capsys,

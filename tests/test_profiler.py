@@ -25,6 +25,8 @@ from simsp.model.layer import Gemm, build_layer
 from simsp.spec.layout import layer_placement
 from simsp.tables import read_gemm_table, read_nccl_log
 
+pytestmark = pytest.mark.slow  # runs torch's profiler and gloo collectives: about 40 s
+
 ROOT = Path(__file__).resolve().parents[1]
 BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
 TINY = """\

@@ -24,6 +24,8 @@ from simsp.model.layer import build_layer  # noqa: E402
 from simsp.tables import read_attention_table  # noqa: E402
 from simsp.tables.attention import BACKWARD_FLOPS_FACTOR  # noqa: E402
 
+pytestmark = pytest.mark.slow  # runs torch's attention on the CPU: about 17 s
+
 ROOT = Path(__file__).resolve().parents[1]
 BASE_HW = ROOT / "hardware" / "dgx-a100-80gb.yaml"
 TINY = """\

@@ -110,6 +110,7 @@ def test_virtual_stages_a_table_leaves_out_come_from_its_launch_script(built):
     assert stated and all("; vp " not in c.notes for c in stated)
 
 
+@pytest.mark.slow
 def test_nemo_1_launcher_runs_keep_16_bit_master_remainders(built):
     """NeMo 1.x's distributed_fused_adam stores remainders for a bf16 model without FP8
     parameters; NeMo 2.0's Megatron-Core optimizer does not (its precision-aware optimizer is

@@ -99,15 +99,15 @@ def peak_gib(row: dict) -> float:
 
 
 def describe_row(r: dict) -> str:
-    """A configuration in a few words: its layout (cp, ep and etp where they are not 1, the
-    optimizer's sharding where there is one), recompute, schedule and batch."""
+    """A configuration in a few words: its layout (cp, ep and etp where a row has them and they
+    are not 1, the optimizer's sharding where there is one), recompute, schedule and batch."""
     chunks = f" v={r['virtual_stages']}" if int(r["virtual_stages"]) > 1 else ""
-    extra = "".join(f" {k}={r[k]}" for k in ("cp", "ep", "etp") if r[k] not in ("0", "1"))
+    extra = "".join(f" {k}={r[k]}" for k in ("cp", "ep", "etp") if r.get(k, "1") not in ("0", "1"))
     sharded = (
         " fsdp"
-        if r["fsdp"] == "true"
+        if r.get("fsdp") == "true"
         else " dist-opt"
-        if r["distributed_optimizer"] == "true"
+        if r.get("distributed_optimizer") == "true"
         else ""
     )
     return (
