@@ -193,3 +193,16 @@ def test_a_workload_file_gives_what_a_plan_does_not_search(capsys):
     assert all(
         r["command"].startswith("simsp run workloads/llama-3.1-8b.yaml") for r in plan["best"]
     )
+
+
+def test_the_table_carries_the_measured_range(capsys):
+    """#31: a plan's times with the range measured runs like them took (the JSON per row)."""
+    from simsp.present.accuracy import accuracy_of
+
+    plan = _json(capsys, SMALL)
+    group = accuracy_of(load_hardware("dgx-h100"), "bf16")
+    for row in plan["best"]:
+        t = row["iteration_time_s"]
+        assert row["range_s"] == [t * group.low, t * group.high]
+    assert main(SMALL) == 0
+    assert "measured runs like these took" in capsys.readouterr().out

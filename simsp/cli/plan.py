@@ -148,6 +148,10 @@ def cmd_plan(args) -> None:
         + f"{found.fitting:,} fit; the {len(found.simulated)} fastest that fit "
         "simulated as events"
     )
+    from simsp.present.accuracy import accuracy_of, band_note, measured_range
+
+    t = w.training
+    group = accuracy_of(hw, t.precision, stack=t.knob("stack"))
     if args.json:
         print(
             json.dumps(
@@ -158,7 +162,14 @@ def cmd_plan(args) -> None:
                     "fit": found.fitting,
                     "simulated": len(found.simulated),
                     "best": [
-                        {**typed(r), "command": cmd} for r, cmd in zip(top, commands, strict=True)
+                        {
+                            **typed(r),
+                            "range_s": list(measured_range(float(r["iteration_time_s"]), group))
+                            if group
+                            else None,
+                            "command": cmd,
+                        }
+                        for r, cmd in zip(top, commands, strict=True)
                     ],
                 },
                 indent=2,
@@ -171,6 +182,7 @@ def cmd_plan(args) -> None:
             print("no layout fits")
         else:
             print(plan_table(top, searched, hw))
+            print(band_note(group))
             print("\nto reproduce a row:")
             for i, cmd in enumerate(commands, 1):
                 print(f"{i:>2d}  {cmd}")

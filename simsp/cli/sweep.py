@@ -58,6 +58,11 @@ def cmd_sweep(args) -> None:
         )
         if top:
             print(table(top))
+            if len(spec.hardware) == 1:
+                from simsp.present.accuracy import accuracy_of, band_note
+
+                t = spec.workload.training
+                print(band_note(accuracy_of(spec.hardware[0], t.precision, stack=t.knob("stack"))))
     if args.pareto:
         from simsp.textfile import write_text
 

@@ -167,6 +167,18 @@ def measured_range(t: float, a: Accuracy) -> tuple[float, float]:
     return t * a.low, t * a.high
 
 
+def band_note(a: Accuracy | None) -> str:
+    """`measured runs like these took 1.05-1.14x simsp's times (dgx-h100 bf16: 93 runs, p10-p90)`
+    under a table of times from one machine, precision and stack; '' without a group."""
+    if a is None:
+        return "no measured run like these: simsp's times carry no measured range"
+    band = "min-max" if a.whole_range else "p10-p90"
+    return (
+        f"measured runs like these took {a.low:.2f}-{a.high:.2f}x simsp's times "
+        f"({a.scope} {a.precision}: {a.n} runs, {band})"
+    )
+
+
 def range_note(t: float, a: Accuracy | None) -> str:
     """`measured runs like it took 1.05-1.14x: 17.2-18.7 s` for a time t, '' without a group."""
     if a is None:
