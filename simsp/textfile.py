@@ -86,13 +86,20 @@ def _cannot_write(path, e: OSError) -> InputError:
     return InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})")
 
 
-def check_output(path, suffixes: tuple[str, ...] = ()) -> Path:
+def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
     """An output path that can be written, checked before any work starts: its folder exists,
-    it is not a folder itself, it ends in one of suffixes (when given), and a file can be
-    created beside it (tried and removed)."""
+    it is not a folder itself nor a symbolic link (simsp replaces only files it writes, never
+    what a link points to, nor the link), it is none of the command's `inputs` (a run's
+    timeline is not written over its workload), it ends in one of suffixes (when given), and a
+    file can be created beside it (tried and removed)."""
     target = Path(path)
     if suffixes and target.suffix.lower() not in suffixes:
         raise InputError(path, "output", str(path), f"must end in {' or '.join(suffixes)}")
+    if target.is_symlink():
+        raise InputError(path, "output", str(path), "is a symbolic link; name a file")
+    for given in inputs:
+        if given and target.exists() and Path(given).exists() and target.samefile(given):
+            raise InputError(path, "output", str(path), "is an input of this command")
     if target.is_dir():
         raise InputError(path, "output", str(path), "is a folder; name a file in it")
     if not target.parent.is_dir():

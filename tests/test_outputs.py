@@ -449,3 +449,22 @@ def test_the_reproduction_page_is_the_same_bytes_on_every_run(tmp_path):
     tables = reproduce()
     pages = [write_report(tables, tmp_path / str(k)).read_bytes() for k in range(2)]
     assert pages[0] == pages[1]
+
+
+def test_an_output_is_never_an_input_nor_through_a_link(tmp_path, capsys):
+    """Issue 32 class 3: `run W --timeline W` replaced the workload with HTML; a link as the
+    output was replaced (or written through). Both are refused before any work."""
+    import shutil
+
+    from simsp.cli.main import main
+
+    workload = tmp_path / "w.yaml"
+    shutil.copy(os.path.join(ROOT, "tests", "data", "kineto", "tiny-gpt-cpu.yaml"), workload)
+    before = workload.read_bytes()
+    assert main(["run", str(workload), "--timeline", str(workload)]) == 2
+    assert "is an input" in capsys.readouterr().err and workload.read_bytes() == before
+    link = tmp_path / "t.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    assert main(["run", str(workload), "--trace", str(link)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert link.is_symlink() and not (tmp_path / "elsewhere.html").exists()

@@ -103,7 +103,8 @@ def cmd_run(args) -> None:
     from simsp.present.report import result_json, run_summary
     from simsp.sim.budget import NOTICE_S, plan_run, work
 
-    paths = [check_output(p) for p in (args.timeline, args.trace) if p]
+    inputs = (args.workload, args.hf_model, args.hardware)
+    paths = [check_output(p, inputs=inputs) for p in (args.timeline, args.trace) if p]
     if len(set(paths)) < len(paths):
         raise InputError(
             args.trace, "--trace", args.trace, "is also the --timeline; name two files"

@@ -118,7 +118,7 @@ def cmd_plan(args) -> None:
         _positive("--" + name.replace("_", "-"), getattr(args, name))
     for path, suffixes in ((args.out, (".csv",)), (args.pareto, (".html",))):
         if path:
-            check_output(path, suffixes)
+            check_output(path, suffixes, (args.workload, args.hf_model, args.hardware))
     w, gpus = _workload(args)
     hw = load_hardware(hardware_of(args), args.hardware_set)
     fixed = {k.short: v for k, v in _given(args).items() if k.short in SEARCHED}
