@@ -213,3 +213,49 @@ def test_overlay_page_renders_both_iterations(cpu_trace, cpu_hw, tmp_path):
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 30_000, "a blank page compresses to a few kB"
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("a.json", b'{"a": 1}', "must be a list"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "not a Chrome/Kineto trace"),
+        ("nan.json", b'{"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": NaN}]}', "finite"),
+        (
+            "line.json",
+            b'{"traceEvents": [{"ph": "X", "name": "k\\nx", "ts": 1, "dur": 2}]}',
+            "control",
+        ),
+        ("types.json", b'{"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 2}]}', "string"),
+        ("cut.json.gz", None, "cannot be read"),
+    ],
+)
+def test_a_bad_trace_is_one_input_error_before_hta(tmp_path, name, content, words):
+    """Issue 32 class 4: what HTA would meet as a traceback (or read as a CPU trace, for a NaN
+    duration) is refused first, in one line, without HTA installed."""
+    import gzip
+
+    from simsp.errors import InputError
+    from simsp.measure.kineto.reader import read_profile
+
+    path = tmp_path / name
+    if content is None:
+        whole = gzip.compress(b'{"traceEvents": [' + b'{"ph": "i"},' * 50_000 + b'{"ph": "i"}]}')
+        content = whole[: len(whole) // 2]
+    path.write_bytes(content)
+    with pytest.raises(InputError) as e:
+        read_profile(path)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_trace_that_inflates_past_the_bound_is_refused_as_it_is_read(tmp_path, monkeypatch):
+    import gzip
+
+    from simsp.errors import InputError
+    from simsp.measure.kineto import reader
+
+    monkeypatch.setattr(reader, "MAX_TRACE_BYTES", 1 << 20)
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(gzip.compress(b" " * (4 << 20)))  # 4 MiB of spaces, a few KiB compressed
+    with pytest.raises(InputError, match="more than 1 MiB"):
+        reader.read_profile(path)

@@ -107,20 +107,75 @@ def _hta():
     return parse_trace_file, ParserConfig
 
 
+MAX_TRACE_BYTES = 1 << 30
+"""Most bytes a trace may hold, decompressed: one rank's iteration is tens to hundreds of MB; a
+.json.gz that inflates past this (a zip bomb) is refused as it is read, not after."""
+MAX_EVENTS = 500_000
+"""Most events a trace may hold: one rank's training iteration is 10^4 to 10^5 (the shipped
+traces: 2,000 to 60,000); past this HTA's parse alone runs for minutes."""
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The trace's bytes, decompressed where it is gzip, refused past MAX_TRACE_BYTES."""
+    gz = path.name.endswith(".gz")
+    try:
+        with (gzip.open if gz else open)(path, "rb") as f:
+            data = f.read(MAX_TRACE_BYTES + 1)
+    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError; a cut file an EOFError
+        raise InputError(path, "--trace", str(path), f"cannot be read ({e})") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise InputError(
+            path, "--trace", str(path), f"holds more than {MAX_TRACE_BYTES >> 20} MiB of JSON"
+        )
+    return data
+
+
+def _bad_event(e) -> str | None:
+    """Why an event cannot be read, or None: a mapping whose name and category are strings
+    without control characters, and, for a complete event ("X"), finite numbers for ts and
+    dur, dur not negative."""
+    if not isinstance(e, dict):
+        return "is not an object"
+    for key in ("name", "cat"):
+        value = e.get(key, "")
+        if not isinstance(value, str):
+            return f"{key} is not a string"
+        if any(ord(c) < 32 for c in value):
+            return f"{key} {value[:40]!r} holds a control character"
+    if e.get("ph") == "X":
+        for key in ("ts", "dur"):
+            value = e.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"{key} is not a number"
+            if value != value or value in (float("inf"), float("-inf")):
+                return f"{key} is not finite"
+        if e["dur"] < 0:
+            return "dur is negative"
+    return None
+
+
 def _check_file(path: Path) -> None:
-    """The file exists and is a JSON trace with traceEvents (a one-line error, not HTA's)."""
+    """The file is a Kineto trace simsp can read, checked in full before HTA parses it (a
+    one-line error, not HTA's traceback): a .json or .json.gz within MAX_TRACE_BYTES, a JSON
+    object whose traceEvents is a list of at most MAX_EVENTS readable events (_bad_event)."""
     if not path.is_file():
         raise InputError(path, "--trace", str(path), "no such file")
     if not (path.name.endswith(".json") or path.name.endswith(".gz")):
         raise InputError(path, "--trace", str(path), "must be a .json or .json.gz Kineto trace")
+    data = _read_bounded(path)
     try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt") as f:
-            head = f.read(1 << 16)
-    except (OSError, UnicodeDecodeError, EOFError) as e:
-        raise InputError(path, "--trace", str(path), f"cannot be read ({e})") from None
-    if "traceEvents" not in head and not head.lstrip().startswith("{"):
-        raise InputError(path, "traceEvents", None, "not a Chrome/Kineto trace (JSON object)")
+        doc = json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise InputError(path, "traceEvents", None, "not a Chrome/Kineto trace (JSON)") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise InputError(path, "traceEvents", None, "must be a list (a Chrome/Kineto trace)")
+    if len(events) > MAX_EVENTS:
+        raise InputError(path, "traceEvents", len(events), f"more than {MAX_EVENTS:,} events")
+    for i, e in enumerate(events):
+        why = _bad_event(e)
+        if why:
+            raise InputError(path, f"traceEvents[{i}]", None, why)
 
 
 def _frame(path: Path):
