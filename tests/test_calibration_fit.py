@@ -380,3 +380,22 @@ def test_a_refit_of_a_fitted_file_keeps_one_fitted_block(fitted, tmp_path, capsy
     assert text.count("# FITTED by") == 1 and lines.count("fitted: true") == 1
     assert sum(line.startswith("gemm_table_fraction:") for line in lines) == 1
     assert load_hardware(out).calibration.collective_latency_us == pytest.approx(60.0, rel=0.02)
+
+
+def test_a_runs_file_is_bounded_in_line_length_and_rows(tmp_path, monkeypatch):
+    """Issue 32 class 6: a cell past csv's 131,072 characters was a _csv.Error traceback, a
+    million-row file ran on; both are one line naming the file."""
+    from simsp.measure import runs
+
+    long = tmp_path / "long.csv"
+    long.write_text("name,iteration_s,layers\nx,1.0," + "9" * 200_000 + "\n")
+    with pytest.raises(InputError, match="line 2.*over 10,000 characters"):
+        read_runs(long)
+    monkeypatch.setattr(runs, "MAX_RUNS", 3)
+    many = tmp_path / "many.csv"
+    row = "1.0,2,64,4,128,256,8,1\n"
+    many.write_text(
+        "iteration_s,layers,hidden,heads,seq_len,vocab,global_batch,micro_batch\n" + row * 4
+    )
+    with pytest.raises(InputError, match="at most 3 runs"):
+        read_runs(many)

@@ -69,6 +69,14 @@ class _Row:
         return f"{path} row {self.row} (line {self.line})"
 
 
+MAX_LINE = 10_000
+"""Longest line a runs file may hold: a row of every workload key is under 2,000 characters."""
+MAX_RUNS = 10_000
+"""Most runs a runs file may hold: a fit passes over every run about 200 times in closed form
+(vTrain's 109 runs: 86 s, docs/calibration.md), so 10,000 runs already take hours and a million
+would take months."""
+
+
 def read_runs(path) -> tuple[MeasuredRun, ...]:
     """Every run of a runs file, checked, in file order."""
     header, rows = _split(path)
@@ -85,7 +93,14 @@ def _split(path) -> tuple[tuple[str, ...], list[_Row]]:
     for line_no, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
+        if len(line) > MAX_LINE:
+            raise InputError(
+                f"{path} line {line_no}", "line", len(line), f"is over {MAX_LINE:,} characters"
+            )
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as e:
+            raise InputError(f"{path} line {line_no}", "line", None, f"is not CSV ({e})") from None
         if header is None:
             header = _header(path, line_no, cells)
             continue
@@ -100,6 +115,8 @@ def _split(path) -> tuple[tuple[str, ...], list[_Row]]:
         rows.append(
             dataclasses.replace(row, cells={k: v for k, v in zip(header, cells, strict=True) if v})
         )
+        if len(rows) > MAX_RUNS:
+            raise InputError(path, "rows", f"over {MAX_RUNS:,}", f"at most {MAX_RUNS:,} runs")
     if header is None:
         raise InputError(path, "header", None, f"is missing: the file needs a {MEASURED} column")
     return header, rows
