@@ -259,3 +259,15 @@ def test_a_trace_that_inflates_past_the_bound_is_refused_as_it_is_read(tmp_path,
     path.write_bytes(gzip.compress(b" " * (4 << 20)))  # 4 MiB of spaces, a few KiB compressed
     with pytest.raises(InputError, match="more than 1 MiB"):
         reader.read_profile(path)
+
+
+def test_overlay_refuses_one_file_for_both_outputs_and_an_input_as_output(tmp_path, capsys):
+    """Issue 32 class 3: `overlay --out X --perfetto X` exited 0 with one output lost; `--out`
+    naming the trace replaced the trace."""
+    page = tmp_path / "o.html"
+    argv = ["overlay", str(BERT_TRACE), str(BERT), "--out", str(page), "--perfetto", str(page)]
+    assert simsp.cli.main.main(argv) == 2
+    assert "is also the --out page" in capsys.readouterr().err and not page.exists()
+    argv = ["overlay", str(BERT_TRACE), str(BERT), "--out", str(BERT_TRACE)]
+    assert simsp.cli.main.main(argv) == 2
+    assert "is an input" in capsys.readouterr().err

@@ -546,3 +546,52 @@ def test_several_hardware_files_give_a_row_each(tmp_path):
     for a, b in zip(by_hw["dgx-a100-80gb"], by_hw["dgx-a100-40gb"], strict=True):
         assert a["iteration_time_s"] == b["iteration_time_s"] and a["peak_bytes"] == b["peak_bytes"]
         assert int(b["capacity_bytes"]) * 2 == int(a["capacity_bytes"])
+
+
+def test_a_second_sweep_on_the_same_output_stops_at_once(tmp_path):
+    """Issue 32 class 3: two sweeps on one --out both exited 0 with every row twice."""
+    from simsp.errors import InputError
+    from simsp.sweep.store import CsvSink
+
+    out = tmp_path / "rows.csv"
+    first = CsvSink(out)
+    try:
+        with pytest.raises(InputError, match="another sweep"):
+            CsvSink(out)
+    finally:
+        first.close()
+    CsvSink(out).close()  # free again once the first is done
+
+
+def test_a_row_that_cannot_be_written_whole_leaves_no_half_row(tmp_path, monkeypatch):
+    """Issue 32 class 7: a full disk left half a row and a traceback."""
+    import errno
+
+    from simsp.errors import InputError
+    from simsp.sweep.rows import COLUMNS
+    from simsp.sweep.store import CsvSink
+
+    out = tmp_path / "rows.csv"
+    sink = CsvSink(out)
+    header = out.read_bytes()
+    real = sink.f
+
+    class Full:
+        def tell(self):
+            return real.tell()
+
+        def write(self, data):
+            real.write(data[:5])  # a few bytes reach the disk, then it is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def truncate(self, n):
+            return real.truncate(n)
+
+        def close(self):
+            real.close()
+
+    sink.f = Full()
+    with pytest.raises(InputError, match="No space left"):
+        sink.write(dict.fromkeys(COLUMNS, "1"))
+    sink.close()
+    assert out.read_bytes() == header

@@ -45,16 +45,27 @@ def register(sub) -> None:
 
 def cmd_overlay(args) -> None:
     """`simsp overlay`: write the page (and Perfetto trace); print the attribution."""
+    from simsp.errors import InputError
     from simsp.measure.kineto.compare import compare_run
     from simsp.present.timeline.overlay import overlay_html
-    from simsp.textfile import write_text
+    from simsp.textfile import check_output, write_text
 
+    inputs = (args.trace, args.workload, args.hardware)
+    out = check_output(args.out, inputs=inputs)
+    if args.perfetto:
+        perfetto = check_output(args.perfetto, inputs=inputs)
+        if perfetto.resolve() == out.resolve():
+            raise InputError(args.perfetto, "--perfetto", args.perfetto, "is also the --out page")
     cmp = compare_run(args.trace, args.workload, args.hardware)
-    write_text(args.out, overlay_html(cmp))
+    page = overlay_html(cmp)
+    trace = None
     if args.perfetto:
         from simsp.measure.kineto.compare import overlay_trace_json
 
-        write_text(args.perfetto, overlay_trace_json(cmp))
+        trace = overlay_trace_json(cmp)
+    write_text(args.out, page)  # both rendered before either is written
+    if trace is not None:
+        write_text(args.perfetto, trace)
     if args.json:
         print(json.dumps(cmp.to_dict(), indent=2))
         return

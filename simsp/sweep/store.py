@@ -6,6 +6,7 @@ killed sweep resumes without losing or duplicating a row.
 """
 
 import csv
+import errno
 import io
 import os
 from pathlib import Path
@@ -70,24 +71,50 @@ def read_csv_rows(path: Path) -> list[dict]:
 
 
 class CsvSink:
-    """Appends whole rows to a CSV, flushing each, with the header on a new file."""
+    """Appends whole rows to a CSV, flushing each, with the header on a new file. The file is
+    locked while the sink is open, so a second sweep on the same output stops at once instead
+    of writing every row twice; a row that cannot be written whole (a full disk) is cut back to
+    the last whole row and reported as one line."""
 
     def __init__(self, path: Path):
         self.path = path
         new = not path.exists() or path.stat().st_size == 0
         try:
-            self.f = open(path, "a", newline="")
+            self.f = open(path, "ab", buffering=0)  # each row reaches the file whole, or not
         except OSError as e:
             raise InputError(
                 path, "--out", str(path), f"cannot be written ({e.strerror or e})"
             ) from None
+        try:
+            import fcntl
+
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # not on POSIX: no lock
+            pass
+        except OSError:
+            self.f.close()
+            raise InputError(
+                path, "--out", str(path), "is being written by another sweep; wait for it"
+            ) from None
         if new:
-            self.f.write(",".join(COLUMNS) + "\n")
-            self.f.flush()
+            self._append(",".join(COLUMNS) + "\n")
+
+    def _append(self, text: str) -> None:
+        end, data = self.f.tell(), text.encode()
+        try:
+            if self.f.write(data) != len(data):
+                raise OSError(errno.ENOSPC, "a row was written in part")
+        except OSError as e:
+            try:
+                self.f.truncate(end)  # no half row left behind
+            except OSError:
+                pass
+            raise InputError(
+                self.path, "--out", str(self.path), f"cannot be written ({e.strerror or e})"
+            ) from None
 
     def write(self, row: dict) -> None:
-        self.f.write(_csv_line(row))
-        self.f.flush()
+        self._append(_csv_line(row))
 
     def close(self) -> None:
         self.f.close()
