@@ -468,3 +468,27 @@ def test_an_output_is_never_an_input_nor_through_a_link(tmp_path, capsys):
     assert main(["run", str(workload), "--trace", str(link)]) == 2
     assert "symbolic link" in capsys.readouterr().err
     assert link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
+
+
+def test_calibrate_keeps_a_file_it_did_not_write(tmp_path, capsys):
+    """Issue 32 class 3: calibrate copied over an existing calibration/<name>/gemm.csv and
+    followed a symlink there. Another file there, or a link, is refused and left as it was; the
+    same measurement again is kept without a copy."""
+    gemm = os.path.join(ROOT, "hardware", "calibration", "dgx-a100-80gb", "gemm.csv")
+    out = tmp_path / "my.yaml"
+    argv = ["calibrate", "--hardware", HW, "--gemm", gemm, "--out", str(out)]
+    assert main(argv) == 0
+    copied = next((tmp_path / "calibration").rglob("gemm.csv"))
+    out.unlink()
+    assert main(argv) == 0  # the same file again: fine
+    capsys.readouterr()
+    copied.write_text("someone else's table\n")
+    out.unlink()
+    assert main(argv) == 2
+    assert "other contents" in capsys.readouterr().err
+    assert copied.read_text() == "someone else's table\n" and not out.exists()
+    copied.unlink()
+    elsewhere = tmp_path / "elsewhere.csv"
+    copied.symlink_to(elsewhere)
+    assert main(argv) == 2
+    assert "symbolic link" in capsys.readouterr().err and not elsewhere.exists()

@@ -41,6 +41,8 @@ class Placer:
         self.out_dir, self.name, self.used = out_dir, name, {}
         self.made: list[Path] = []
         """Folders this placer created, outermost first (undo removes them)."""
+        self.copied: list[Path] = []
+        """Files this placer wrote (undo removes them; a file that was there stays)."""
 
     def mkdir(self, folder: Path) -> None:
         """folder and its missing parents, each remembered for undo."""
@@ -59,7 +61,7 @@ class Placer:
 
     def undo(self) -> None:
         """Remove the copies and the folders made for them (only if left empty)."""
-        for dest in self.used:
+        for dest in self.copied:
             dest.unlink(missing_ok=True)
         for folder in reversed(self.made):
             try:
@@ -80,10 +82,25 @@ class Placer:
         if dest not in self.used:
             self.mkdir(dest.parent)
             self.used[dest] = src
+            if dest.is_symlink():
+                raise InputError(
+                    dest, "--out", str(dest), "is a symbolic link; simsp will not write through it"
+                )
+            if dest.exists():
+                if dest.read_bytes() != src.read_bytes():
+                    raise InputError(
+                        dest,
+                        "--out",
+                        str(dest),
+                        "exists with other contents: simsp does not overwrite a file it did not "
+                        "write; remove it or name another --out",
+                    )
+                return relative(dest, self.out_dir)  # the same measurement: kept, not copied
             try:
                 shutil.copyfile(src, dest)
             except OSError as e:
                 raise InputError(
                     dest, "--out", str(dest), f"cannot be written ({e.strerror or e})"
                 ) from None
+            self.copied.append(dest)
         return relative(dest, self.out_dir)
