@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from simsp.tables import LAYOUTS, read_gemm_table
+from tests.extras import needs
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration" / "dgx-a100-80gb"
@@ -109,7 +110,7 @@ def test_covers_small_dense_shape(table, layout):
 
 
 def test_rederived_rows_match_file(table, text):
-    pytest.importorskip("nvMatmulHeuristics")
+    needs("nvMatmulHeuristics")
     spec = importlib.util.spec_from_file_location("derive_gemm_model", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -18,6 +18,7 @@ from simsp.io.config import load_hardware
 from simsp.model.layer import Gemm
 from simsp.spec.precision import fp8_gemm_layout
 from simsp.tables import read_gemm_table
+from tests.extras import needs
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"
@@ -204,7 +205,7 @@ def test_the_bound_takes_the_bf16_rate_of_the_kernel_fp8_runs():
 
 
 def test_the_gb200_rows_rederive_to_the_committed_bytes(tmp_path):
-    pytest.importorskip("nvMatmulHeuristics")
+    needs("nvMatmulHeuristics")
     tables = _module("derive_gemm_tables")
     shipped = CAL / "gb200-nvl72" / "gemm.csv"
     b200 = read_gemm_table(CAL / "dgx-b200" / "gemm.csv").points
@@ -245,7 +246,7 @@ def _date(path: Path) -> str:
 @pytest.mark.parametrize("name", ("gemm_model.csv", "gemm_model_fp8.csv"))
 @pytest.mark.parametrize("machine", MACHINES)
 def test_models_rederive_to_the_committed_bytes(machine, name, tmp_path):
-    pytest.importorskip("nvMatmulHeuristics")
+    needs("nvMatmulHeuristics")
     tables = _module("derive_gemm_tables")
     spec = next(t for t in tables.MODELS if (t.machine, t.name) == (machine, name))
     shipped = CAL / machine / name

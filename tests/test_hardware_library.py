@@ -14,6 +14,7 @@ from simsp.cost import cost_model
 from simsp.io.config import load_hardware
 from simsp.model.layer import Gemm
 from simsp.tables import BUSBW_FACTORS, read_nccl_log
+from tests.extras import needs
 
 REPO = Path(__file__).resolve().parents[1]
 CAL = REPO / "hardware" / "calibration"
@@ -213,7 +214,7 @@ def test_derive_blackwell_ultra_reproduces_its_files(tmp_path):
     """dgx-b300's and gb300-nvl72's calibration folders are what derive_blackwell_ultra.py
     writes, byte for byte (from the B200 / GB200 tables, NVIDIA's GEMM model and the sourced
     figures typed into the script)."""
-    pytest.importorskip("nvMatmulHeuristics")
+    needs("nvMatmulHeuristics")
     path = CAL / "derive_blackwell_ultra.py"
     spec = importlib.util.spec_from_file_location("derive_blackwell_ultra", path)
     module = importlib.util.module_from_spec(spec)

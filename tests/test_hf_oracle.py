@@ -11,11 +11,12 @@ import pytest
 from simsp.io.hf_config import model_fields
 from simsp.model.params import total_params
 from simsp.spec.model import ModelSpec
+from tests.extras import needs
 
 pytestmark = pytest.mark.slow  # builds every shipped config in transformers: about 140 s
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = needs("torch")
+transformers = needs("transformers")
 
 MODELS = Path(__file__).resolve().parents[1] / "workloads" / "models"
 SMALL = {

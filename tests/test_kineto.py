@@ -1,7 +1,7 @@
 """`simsp calibrate --trace` and `simsp overlay` on a real H100 trace (tests/data/kineto, from
 TraceLens) and on a trace this suite records on the CPU (torch.profiler over a tiny GPT).
 
-The CPU tests need torch (importorskip); the trace reader needs HolisticTraceAnalysis (the
+The CPU tests need torch (tests/extras.needs); the trace reader needs HolisticTraceAnalysis (the
 `trace` extra, installed by .ci/run). The browser test is skipped only where no Chromium is
 found, as tests/test_browser.py is.
 """
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("hta", reason="the trace reader needs HolisticTraceAnalysis (trace extra)")
+from tests.extras import needs
+
+needs("hta")
 
 import simsp.cli.main  # noqa: E402
 from simsp.api import run  # noqa: E402
@@ -47,7 +49,7 @@ def bert_hw(tmp_path_factory) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def cpu_trace(tmp_path_factory) -> Path:
-    pytest.importorskip("torch")
+    needs("torch")
     from simsp.measure.profiler.gpt_trace import record
 
     return record(load_workload(TINY), tmp_path_factory.mktemp("cpu") / "tiny.json.gz")

@@ -1,6 +1,6 @@
 """The optional profiler: GEMM and collective microbenchmarks -> calibration files -> cost model.
 
-Tests that measure need torch (`pytest.importorskip` in each); the rest run without it. The
+Tests that measure need torch (`tests/extras.needs` in each); the rest run without it. The
 measuring ones run on the CPU: GEMMs in fp32, collectives over 2 gloo processes at 1..64 KiB.
 """
 
@@ -24,6 +24,7 @@ from simsp.measure.profiler.collectives import LOG_NAMES, OPS
 from simsp.model.layer import Gemm, build_layer
 from simsp.spec.layout import layer_placement
 from simsp.tables import read_gemm_table, read_nccl_log
+from tests.extras import needs
 
 pytestmark = pytest.mark.slow  # runs torch's profiler and gloo collectives: about 40 s
 
@@ -227,7 +228,7 @@ def test_calibrate_refuses_a_bad_log_and_writes_nothing(tmp_path, cli, capsys):
 def measured(tiny, tmp_path_factory):
     """One GEMM profile of the tiny workload and one 2-rank gloo sweep, shared by the tests
     below."""
-    pytest.importorskip("torch")
+    needs("torch")
     folder = tmp_path_factory.mktemp("profile")
     main = simsp.cli.main.main
     saved, simsp.cli.main.parser = simsp.cli.main.parser, _parser
@@ -260,7 +261,7 @@ def measured(tiny, tmp_path_factory):
 
 
 def test_gloo_collectives_read_back(measured):
-    pytest.importorskip("torch")
+    needs("torch")
     for op in OPS:
         path = measured / "logs" / LOG_NAMES[op]
         table = read_nccl_log(path)
@@ -272,7 +273,7 @@ def test_gloo_collectives_read_back(measured):
 
 
 def test_gemm_profile_reads_back(measured, tiny):
-    pytest.importorskip("torch")
+    needs("torch")
     table = read_gemm_table(measured / "gemm.csv")
     expected = {s.key for s in shapes.workload_shapes(load_workload(tiny))}
     assert {(p.m, p.n, p.k, p.batch, p.layout) for p in table.points} == expected
@@ -289,7 +290,7 @@ def test_gemm_profile_reads_back(measured, tiny):
 
 
 def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, cli, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     out = tmp_path / "hw" / "tiny-cpu.yaml"
     logs = [str(measured / "logs" / LOG_NAMES[op]) for op in OPS]
     rc = cli(
@@ -334,7 +335,7 @@ def test_profile_calibrate_cost_model_has_no_roofline(measured, tiny, tmp_path, 
 
 
 def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     from simsp.cli.main import main
 
     assert main(["profile", "host", "--repeats", "30"]) == 0
@@ -365,7 +366,7 @@ def test_host_profile_prints_calibration_lines_that_load(tmp_path, capsys):
 
 
 def test_gemm_profile_of_several_workloads_covers_each(tmp_path, tiny, cli):
-    pytest.importorskip("torch")
+    needs("torch")
     other = tmp_path / "other.yaml"
     other.write_text(
         TINY.replace("hidden: 256", "hidden: 128")
@@ -488,7 +489,7 @@ def test_calibrate_refuses_a_bad_measured_file_and_writes_nothing(
 
 
 def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     host, out = tmp_path / "host.yaml", tmp_path / "new.yaml"
     assert cli(["profile", "host", "--repeats", "20", "--out", str(host)]) == 0
     assert capsys.readouterr().out == host.read_text()
@@ -503,7 +504,7 @@ def test_host_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
 
 
 def test_optimizer_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     adam, out = tmp_path / "adam.yaml", tmp_path / "new.yaml"
     assert (
         cli(
@@ -536,7 +537,7 @@ def test_optimizer_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
 
 @pytest.mark.parametrize("what", ["host", "optimizer"])
 def test_time_profiles_refuse_a_device_this_machine_lacks(cli, capsys, what):
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     wanted = f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available() else "cuda"
     assert cli(["profile", what, "--device", wanted]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -545,7 +546,7 @@ def test_time_profiles_refuse_a_device_this_machine_lacks(cli, capsys, what):
 
 @pytest.mark.parametrize("flag, value", [("--params", "0"), ("--hidden", "0"), ("--repeats", "0")])
 def test_optimizer_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
-    pytest.importorskip("torch")
+    needs("torch")
     assert cli(["profile", "optimizer", flag, value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0]
@@ -554,7 +555,7 @@ def test_optimizer_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
 @pytest.mark.parametrize("bare", [False, True], ids=["installed", "bare-gpu-image"])
 def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, bare):
     """Also as on the GPU machines' image: torch, numpy and pyyaml, but no simpy or plotly."""
-    pytest.importorskip("torch")
+    needs("torch")
     env = dict(os.environ)
     if bare:
         (tmp_path / "block").mkdir()

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+from tests.extras import needs
+
+needs("torch")
 
 import simsp.cli.main  # noqa: E402
 from simsp.cost import CostModel  # noqa: E402

@@ -10,6 +10,7 @@ import yaml
 import simsp.cli.main
 from simsp.io.config import load_hardware
 from simsp.measure.profiler.memory_bound import EAGER_KEYS
+from tests.extras import needs
 from tests.test_profiler import BASE_HW, _parser
 
 SMALL = ["--device", "cpu", "--sizes", "6144", "98304", "--tokens", "8", "--vocab", "64"]
@@ -23,7 +24,7 @@ def cli(monkeypatch):
 
 def test_the_unfused_loss_is_a_cross_entropy_and_its_gradient():
     """Megatron's op sequence gives torch's per-token loss and the gradient of their mean."""
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from simsp.measure.profiler.memory_bound import unfused_cross_entropy
 
     torch.manual_seed(1)
@@ -39,7 +40,7 @@ def test_the_unfused_loss_is_a_cross_entropy_and_its_gradient():
 
 
 def test_memory_profile_out_file_feeds_calibrate(tmp_path, cli, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     mem, out = tmp_path / "memory.yaml", tmp_path / "new.yaml"
     assert cli(["profile", "memory", *SMALL, "--repeats", "2", "--out", str(mem)]) == 0
     text = mem.read_text()
@@ -97,7 +98,7 @@ def test_calibrate_refuses_a_bad_memory_file_and_writes_nothing(tmp_path, cli, c
     "flag, value", [("--tokens", "0"), ("--vocab", "0"), ("--repeats", "0"), ("--sizes", "2")]
 )
 def test_memory_profile_refuses_nonpositive_sizes(cli, capsys, flag, value):
-    pytest.importorskip("torch")
+    needs("torch")
     argv = ["profile", "memory", "--device", "cpu", *([flag, value])]
     assert cli(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -132,7 +133,7 @@ def test_each_size_streams_from_memory(monkeypatch):
     """A size below the cache cycles through slices of buffers that together fill ROTATE_BYTES
     (so no call finds its operands cached); one that fills it alone uses one. 2 warmup calls and
     7 rounds of 2 make 16 calls, enough to visit all 10 slices of the first."""
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from simsp.measure.profiler import memory_bound
 
     class Spy:
@@ -156,7 +157,7 @@ def test_each_size_streams_from_memory(monkeypatch):
 def test_tiny_sizes_keep_memory_bounded(monkeypatch):
     """A 6-byte add would rotate through 10**8 slices of a 512 MiB buffer: only the slices the
     timed calls use are made."""
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from simsp.measure.profiler import memory_bound
 
     monkeypatch.setitem(memory_bound.ROTATE_BYTES, "cpu", 6 * 10**6)
@@ -185,7 +186,7 @@ def test_a_tiny_stream_rate_is_kept_not_rounded_to_zero(tmp_path, cli):
 def test_the_eager_forms_compute_what_they_name():
     """The profiled eager forms are an RMSNorm, a rotation of each (even, odd) pair of q and k
     by its angle (complex form), and silu(a) * b."""
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from simsp.measure.profiler.memory_bound import _rmsnorm, _rope
 
     torch.manual_seed(0)

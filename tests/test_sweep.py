@@ -16,6 +16,7 @@ import yaml
 from simsp import sweep
 from simsp.cli.main import main as cli_main
 from simsp.spec.rules import validate
+from tests.extras import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_175B = ROOT / "workloads" / "sweeps" / "gpt3-175b-64gpu.yaml"
@@ -316,7 +317,7 @@ def test_output_with_other_columns_is_refused(tmp_path, capsys):
 
 
 def test_parquet_output_and_resume(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = needs("pyarrow.parquet")
     out = tmp_path / "rows.parquet"
     spec = sweep.load_spec(write_spec(tmp_path, SMALL))
     first = sweep.run_sweep(spec, str(out), jobs=1, progress=False)
@@ -332,7 +333,7 @@ def test_parquet_output_and_resume(tmp_path):
 
 
 def test_dask_executor_matches_local(tmp_path):
-    distributed = pytest.importorskip("distributed")
+    distributed = needs("distributed")
     spec = sweep.load_spec(write_spec(tmp_path, SMALL))
     local = sweep.run_sweep(spec, jobs=1, progress=False).rows
     with distributed.LocalCluster(

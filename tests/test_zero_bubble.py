@@ -15,6 +15,7 @@ from simsp.sim.memory import memory_report
 from simsp.sim.plan import ChunkCost
 from simsp.sim.walk import dependencies
 from simsp.spec.rules import validate
+from tests.extras import needs
 
 from .test_engine import uniform_plan
 
@@ -59,7 +60,7 @@ CASES = [
 @pytest.mark.parametrize("p,m", PM)
 @pytest.mark.parametrize("name,torch_name,v,style", CASES)
 def test_action_orders_equal_torch_pipelining(name, torch_name, v, style, p, m):
-    pytest.importorskip("torch")
+    needs("torch")
     from torch.distributed.pipelining import schedules
     from torch.distributed.pipelining._utils import generate_rank_to_stage_mapping
 
