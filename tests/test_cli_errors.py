@@ -296,3 +296,20 @@ def test_an_unknown_key_is_named_but_its_value_never_echoed(tmp_path, capsys):
     assert main(["memory", str(path)]) == 2
     err = capsys.readouterr().err
     assert "parallel.pipline" in err and "did you mean" in err and "2:" not in err
+
+
+def test_an_interrupt_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Issue 32 class 7: Ctrl-C during a sweep printed a KeyboardInterrupt traceback."""
+    import simsp.cli.main as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "run", (interrupted, "simulate one training iteration"))
+    assert cli.main(["run", str(ROOT / "workloads" / "gpt3-175b.yaml")]) == 130
+    assert capsys.readouterr().err == "simsp: interrupted\n"
+
+
+def test_validate_workers_must_be_a_real_count(capsys):
+    assert main(["validate", "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err

@@ -238,6 +238,9 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT; a sweep resumes
+        print("simsp: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -4,6 +4,7 @@ import argparse
 import json
 import sys
 
+from simsp.errors import InputError
 from simsp.present.accuracy import ACCURACY_FILE
 from simsp.spec.knobs import KNOBS
 from simsp.textfile import check_output, write_text
@@ -20,6 +21,8 @@ def cmd_validate(args) -> None:
     from simsp.validate.report import json_summary, table, write_outputs
     from simsp.validate.runner import run_validation
 
+    if args.workers is not None and not 1 <= args.workers <= 1024:
+        raise InputError("--workers", "workers", args.workers, "must be 1 to 1024 processes")
     sets = tuple(args.set) if args.set else SETS
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))
