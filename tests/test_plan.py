@@ -59,7 +59,7 @@ def test_branch_and_bound_finds_what_evaluating_every_layout_finds(base):
     every = search(w, hw, 8, {}, simulate=6, jobs=1, every=True)
     assert bounded.simulated == every.simulated
     assert len(every.evaluated) == every.counts.configs
-    assert len(bounded.evaluated) + bounded.too_big < every.counts.configs  # it did skip some
+    assert len(bounded.evaluated) + bounded.over_hbm < every.counts.configs  # it did skip some
 
 
 def test_floor_is_below_the_closed_form_on_every_layout(base):

@@ -141,8 +141,8 @@ def cmd_plan(args) -> None:
         + (
             f"{evaluated:,} in closed form, "
             if every
-            else f"{evaluated + found.too_big:,} in closed form ({found.too_big:,} do not fit; "
-            f"the other {c.configs - evaluated - found.too_big:,} cannot beat those that do: "
+            else f"{evaluated + found.over_hbm:,} in closed form ({found.over_hbm:,} do not fit; "
+            f"the other {c.configs - evaluated - found.over_hbm:,} cannot beat those that do: "
             "their layer passes alone take longer), "
         )
         + f"{found.fitting:,} fit; the {len(found.simulated)} fastest that fit "

@@ -1,4 +1,4 @@
-"""The layouts a planner searches: every parallel layout of one model on N GPUs, as sweep grids.
+"""The layouts a planner searches: every parallel layout of one model on N GPUs, as grid points.
 
 A layout is the settings `simsp plan` chooses: tp, cp, pp, the schedule and its virtual stages,
 dp (what the GPUs leave), the micro batch, recompute, SP, the distributed optimizer or FSDP,
@@ -12,10 +12,10 @@ machine; the workload's rules (spec/rules.py) then drop what is not valid, as in
 * one stage runs no pipeline schedule (Megatron-Core's forward_backward_no_pipelining, whatever
   the schedule asked): pp = 1 is searched as 1F1B with one chunk only;
 * micro batch: powers of two up to 8; recompute: none, selective, full;
-* ep: powers of two up to the expert count, etp 1 or tp (Megatron-Core's MoE parallel folding).
+* ep: powers of two up to the expert count, etp the powers of two tp takes (Megatron-Core's MoE
+  parallel folding: etp x ep divides tp x cp x dp).
 
-Settings the user fixes (a flag, or a key a workload file sets and `--fix` names) are not
-searched. `grid_points` drops what the rules refuse on arithmetic alone before any workload is
+A setting the user fixes with a flag (`--tp 8`) is not searched. `grid_points` drops what the rules refuse on arithmetic alone before any workload is
 built (a chunk count with a schedule that ignores it, tp x cp x pp not dividing the GPUs, ...).
 """
 
@@ -75,9 +75,6 @@ class Space:
     global_batch: int
     layers: int
     uneven: bool
-
-    def get(self, key: str) -> tuple:
-        return dict(self.values)[key]
 
     @property
     def points(self) -> int:

@@ -1,10 +1,12 @@
 """`simsp plan`'s search: every layout of a model on N GPUs in closed form, the best event-
 simulated, ranked, each with the `simsp run` command that reproduces it.
 
-The closed form screens every valid layout (sweep/layouts.py); the `simulate` fastest that fit
-are then simulated as events, exactly as `simsp run` would simulate them (sweep.execute's
-event tier), and ranked by that time. A printed row is always an event row, so its command
-reproduces its time to the bit.
+Every valid layout of sweep/layouts.py's space is bounded below by closed_form.floor_s; taken
+in that order, each is checked for HBM and priced in closed form until the `simulate` fastest
+that fit are known and the next bound is past them (branch and bound: the answer evaluating
+every layout would give). Those are then simulated as events, exactly as `simsp run` would
+simulate them (sweep.execute's event tier), and ranked by that time. A printed row is always
+an event row, so its command reproduces its time to the bit.
 """
 
 import shlex
@@ -38,8 +40,8 @@ class Search:
     """Event rows of the best that fit in closed form, fastest first (those that fit)."""
     fitting: int
     """Evaluated layouts that fit, by the closed form."""
-    too_big: int = 0
-    """Layouts ruled out by their peak HBM alone, their time not evaluated."""
+    over_hbm: int = 0
+    """Layouts ruled out by their peak HBM and reserve alone, their time not evaluated."""
 
 
 def layouts(w: Workload, hw: HardwareSpec, gpus: int, s: Space, max_actions: int, source: str):
@@ -96,13 +98,13 @@ def search(
         )
     floors = [0.0 if every else floor_s(c.workload, c.hardware) for c in configs]
     order = sorted(range(len(configs)), key=lambda i: (floors[i], configs[i].key))
-    rows, best, too_big = {}, [], 0
+    rows, best, over_hbm = {}, [], 0
     for i in order:
         if len(best) >= simulate and floors[i] * (1 - SLACK) > best[-1][0]:
             break
         c = configs[i]
         if not every and not _may_fit(c.workload, c.hardware):
-            too_big += 1  # does not fit: its time is not needed
+            over_hbm += 1  # does not fit: its time is not needed
             continue
         row = rows[i] = evaluate_analytic((c.key, c.workload, c.hardware))
         if row["fits"] == "true":
@@ -115,7 +117,7 @@ def search(
     tasks = [(k, by_key[k].workload, by_key[k].hardware) for k in map(row_key, chosen)]
     simulated = ranked(list(executor_rows(tasks, "local", jobs)))
     fitting = sum(r["fits"] == "true" for r in evaluated)
-    return Search(s, counts, evaluated, simulated, fitting, too_big)
+    return Search(s, counts, evaluated, simulated, fitting, over_hbm)
 
 
 def _may_fit(w: Workload, hw: HardwareSpec) -> bool:
