@@ -15,8 +15,9 @@ machine; the workload's rules (spec/rules.py) then drop what is not valid, as in
 * ep: powers of two up to the expert count, etp the powers of two tp takes (Megatron-Core's MoE
   parallel folding: etp x ep divides tp x cp x dp).
 
-A setting the user fixes with a flag (`--tp 8`) is not searched. `grid_points` drops what the rules refuse on arithmetic alone before any workload is
-built (a chunk count with a schedule that ignores it, tp x cp x pp not dividing the GPUs, ...).
+A setting the user fixes with a flag (`--tp 8`) is not searched. `grid_points` drops what the
+rules refuse on arithmetic alone before any workload is built (a chunk count with a schedule
+that ignores it, tp x cp x pp not dividing the GPUs, ...).
 """
 
 import itertools
