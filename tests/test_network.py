@@ -235,7 +235,8 @@ def test_compare_what_if_rows_against_the_machines_own(capsys):
         ["dgx-h100", "[network.nic_gbps=200]"],
         ["dgx-h100", "[network.nic_gbps=800]"],
     ]
-    assert lines[3].split()[3].startswith("+") and lines[4].split()[3].startswith("-")
+    assert lines[3].split()[4].startswith("+") and lines[4].split()[4].startswith("-")
+    assert "-" in lines[2].split()[2]  # the measured range beside the time
     assert main([*args, "--what-if", "network.nic_gbps=800", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r.get("hardware_overrides") for r in rows] == [None, {"network.nic_gbps": 800}]

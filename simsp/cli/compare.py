@@ -30,11 +30,15 @@ def _comm(r) -> tuple[float, float, float]:
 
 def compare_table(results, bases=None) -> str:
     """One row per machine (and what-if); `bases[i]` is the row result i is measured against,
-    shown as the change of iteration time where given."""
+    shown as the change of iteration time where given; `measured s`, the times measured runs
+    like it took (its hardware file's p10-p90 of measured / simsp, present/accuracy.py)."""
+    from simsp.present.accuracy import accuracy_of, measured_range
+
     width = max([24, *(len(r.hardware.label) for r in results)])
     lines = [
-        f"{'hardware':{width}s} {'time s':>9s} {'vs base':>8s} {'MFU':>6s} {'tokens/s':>10s} "
-        f"{'TP s':>7s} {'PP s':>7s} {'DP s':>7s} {'peak GiB':>9s} {'HBM GiB':>8s} fits"
+        f"{'hardware':{width}s} {'time s':>9s} {'measured s':>11s} {'vs base':>8s} {'MFU':>6s} "
+        f"{'tokens/s':>10s} {'TP s':>7s} {'PP s':>7s} {'DP s':>7s} {'peak GiB':>9s} "
+        f"{'HBM GiB':>8s} fits"
     ]
     for i, r in enumerate(results):
         base = bases[i] if bases else None
@@ -44,8 +48,13 @@ def compare_table(results, bases=None) -> str:
             else f"{'':8s}"
         )
         tp, pp, dp = _comm(r)
+        t = r.workload.training
+        group = accuracy_of(r.hardware, t.precision, stack=t.knob("stack"))
+        lo, hi = measured_range(r.iteration_time_s, group) if group else (0.0, 0.0)
+        band = f"{lo:.1f}-{hi:.1f}" if group else "-"
         lines.append(
-            f"{r.hardware.label:{width}s} {r.iteration_time_s:9.3f} {change} {r.mfu():6.1%} "
+            f"{r.hardware.label:{width}s} {r.iteration_time_s:9.3f} {band:>11s} {change} "
+            f"{r.mfu():6.1%} "
             f"{tokens_per_s(r):10,.0f} {tp:7.3f} {pp:7.3f} {dp:7.3f} "
             f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
             f"{'yes' if r.memory.fits else 'no'}"
