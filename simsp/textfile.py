@@ -132,3 +132,20 @@ def write_bytes(path, data: bytes) -> None:
         except OSError:  # its folder is not there either
             pass
         raise _cannot_write(path, e) from None
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""Cell starts a spreadsheet reads as a formula (OWASP, CSV injection)."""
+
+
+def csv_safe(cell) -> str:
+    """A CSV cell a spreadsheet will not run: one that starts as a formula would and is not a
+    number gets a leading apostrophe, as OWASP's CSV-injection guidance says; numbers (-0.05)
+    and everything else are written as they are."""
+    text = str(cell)
+    if text.startswith(FORMULA_STARTS):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text

@@ -492,3 +492,24 @@ def test_calibrate_keeps_a_file_it_did_not_write(tmp_path, capsys):
     copied.symlink_to(elsewhere)
     assert main(argv) == 2
     assert "symbolic link" in capsys.readouterr().err and not elsewhere.exists()
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_escaped():
+    """Issue 32: every CSV simsp writes (sweep, plan --out, validate's cases.csv) escapes a cell
+    starting as a formula, and only such a cell: numbers keep their sign."""
+    from simsp.textfile import csv_safe
+
+    assert [csv_safe(c) for c in ("=1+1", "+cmd", "@SUM(A1)", "-x", "\tx")] == [
+        "'=1+1",
+        "'+cmd",
+        "'@SUM(A1)",
+        "'-x",
+        "'\tx",
+    ]
+    assert [csv_safe(c) for c in ("-0.05", "+1e3", "dgx-h100", "1f1b", "")] == [
+        "-0.05",
+        "+1e3",
+        "dgx-h100",
+        "1f1b",
+        "",
+    ]

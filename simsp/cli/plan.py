@@ -112,7 +112,7 @@ def cmd_plan(args) -> None:
     """`simsp plan`: the best layouts of a model on N GPUs, each with its `simsp run` command."""
     from simsp.io.config import load_hardware
     from simsp.sweep.summary import plan_table
-    from simsp.textfile import check_output, write_text
+    from simsp.textfile import check_output, csv_safe, write_text
 
     for name in ("gpus", "top", "simulate", "jobs", "max_actions", "global_tokens"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))
@@ -191,7 +191,7 @@ def cmd_plan(args) -> None:
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_safe(v) for k, v in r.items()} for r in rows)
         write_text(args.out, buffer.getvalue())
     if args.pareto:
         from simsp.sweep.pareto import figure_page, pareto_figure

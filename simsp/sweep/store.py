@@ -13,12 +13,12 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.sweep.rows import COLUMNS, fmt, typed
-from simsp.textfile import decode, read_bytes
+from simsp.textfile import csv_safe, decode, read_bytes
 
 
 def _csv_line(row: dict) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([row[c] for c in COLUMNS])
+    csv.writer(buf, lineterminator="\n").writerow([csv_safe(row[c]) for c in COLUMNS])
     return buf.getvalue()
 
 

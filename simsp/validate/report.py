@@ -7,7 +7,7 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.spec.knobs import KNOBS, values_of
-from simsp.textfile import write_text
+from simsp.textfile import csv_safe, write_text
 from simsp.units import GIB
 from simsp.validate.cases import GAP_REPORTED, PEER_SETS
 from simsp.validate.errors_page import errors_html
@@ -297,7 +297,7 @@ def write_outputs(v: Validation, out_dir) -> list[Path]:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(case_rows(v))
+        writer.writerows({k: csv_safe(x) for k, x in r.items()} for r in case_rows(v))
         csv_path = out / "cases.csv"
         write_text(csv_path, buf.getvalue())  # each whole, or the old file kept
         for path, html in pages.items():
