@@ -27,7 +27,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _add_knob(p: argparse.ArgumentParser, k: Knob) -> None:
-    flag = "--" + k.short.replace("_", "-")
+    flag = k.flag
     if k.kind is bool:
         p.add_argument(
             flag,
@@ -150,9 +150,9 @@ def flag_error(e: InputError, args) -> InputError:
     given = [k for k in KNOBS if getattr(args, k.name, None) is not None]
     for k in given:
         if (k.section, k.name) == (section, name):
-            return InputError("--" + k.short.replace("_", "-"), e.key, e.value, e.rule)
+            return InputError(k.flag, e.key, e.value, e.rule)
     if given and e.file == str(args.workload):  # a rule across keys: say which flags joined in
-        flags = " ".join(f"--{k.short.replace('_', '-')} {getattr(args, k.name)}" for k in given)
+        flags = " ".join(f"{k.flag} {getattr(args, k.name)}" for k in given)
         return InputError(f"{e.file} with {flags}", e.key, e.value, e.rule)
     return e
 

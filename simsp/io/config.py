@@ -179,16 +179,12 @@ def workload_hardware(path) -> str | None:
     return str(beside) if beside.is_file() else given
 
 
-FORMULA_STARTS = ("=", "+", "-", "@")
-"""What a spreadsheet reads as a formula at the start of a cell (OWASP's CSV injection list)."""
-
-
 def check_name(path, value) -> str:
     """A workload's or machine's name: a string that goes into table rows and CSV cells, so it
     may not start as a formula would, nor hold a control character (a newline would split a
     row, or an error's one line)."""
     name = check_scalar(path, "name", value, str, False)
-    if name.startswith(FORMULA_STARTS):
+    if name.startswith(textfile.FORMULA_STARTS):
         raise InputError(path, "name", name, "must not start with =, +, - or @ (a formula)")
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise InputError(path, "name", name, "must not hold a control character")

@@ -216,6 +216,10 @@ class HardwareSpec:
         allocator_reserve)."""
         return round(self.gpu.hbm_reserve_gib * 1024**3 + self.gpu.allocator_reserve * peak_bytes)
 
+    def free_bytes(self, peak_bytes: float) -> float:
+        """HBM left beside a run of this peak and its reserve; negative where it does not fit."""
+        return self.hbm_bytes - peak_bytes - self.reserve_bytes(peak_bytes)
+
     @property
     def label(self) -> str:
         """The name, and any `--set` overrides: `dgx-h100 [network.nic_gbps=800]`."""

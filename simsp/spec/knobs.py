@@ -46,6 +46,11 @@ class Knob:
         return SHORT_NAMES.get(self.name, self.name)
 
     @property
+    def flag(self) -> str:
+        """Its command-line flag: `--kv-heads`, `--sp`."""
+        return "--" + self.short.replace("_", "-")
+
+    @property
     def choices(self) -> tuple | None:
         return CHOICES.get(self.name)
 

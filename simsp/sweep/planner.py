@@ -24,7 +24,8 @@ from simsp.sweep.spec import Counts, admit
 
 DEFAULT_SIMULATE = 32
 """Layouts event-simulated after screening: the fastest that fit in closed form."""
-SHORT = {k.name: k.short for k in KNOBS}
+BY_COLUMN = {k.short: k for k in KNOBS}
+"""Knobs by their row column (the short name: `sp`)."""
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,7 @@ def _may_fit(w: Workload, hw: HardwareSpec) -> bool:
     from simsp.sim.memory import peak_bytes, peak_candidates, static_bytes
 
     static = max(static_bytes(w, s) for s in peak_candidates(w.parallel.pp))
-    if static + hw.reserve_bytes(static) > hw.hbm_bytes:
-        return False
-    peak = peak_bytes(w)
-    return peak + hw.reserve_bytes(peak) <= hw.hbm_bytes
+    return hw.free_bytes(static) >= 0 and hw.free_bytes(peak_bytes(w)) >= 0
 
 
 SLACK = 1e-9
@@ -137,8 +135,8 @@ SLACK = 1e-9
 
 
 def flag(key: str, value: str) -> list[str]:
-    """A row's value of a searched key as `simsp run` flags (`--tp 8`, `--no-sp`)."""
-    name = "--" + SHORT.get(key, key).replace("_", "-")
+    """A row's value of a knob (its column name) as `simsp run` flags (`--tp 8`, `--no-sp`)."""
+    name = BY_COLUMN[key].flag
     if value in ("true", "false"):
         return [name] if value == "true" else ["--no-" + name[2:]]
     return [name, value]

@@ -106,8 +106,7 @@ def plan_table(rows: list[dict], searched: tuple[str, ...], hw) -> str:
     lines = [head]
     for i, r in enumerate(rows, 1):
         gpus = int(r["gpus"])
-        peak = int(r["peak_bytes"])
-        free = (int(r["capacity_bytes"]) - peak - hw.reserve_bytes(peak)) / GIB
+        free = hw.free_bytes(int(r["peak_bytes"])) / GIB
         lines.append(
             f"{i:>2d} "
             + "".join(f"{shown(r, k):>{widths[k]}s} " for k in keys)
