@@ -62,6 +62,50 @@ def test_dispatch_moves_each_routed_copy_over_ep_and_back():
     assert ag.fwd_comm.bytes == 2 * 4096 * 4 * 2048 * 8
 
 
+def test_alltoall_sorts_the_received_rows_by_local_expert_and_back():
+    """Megatron-Core's alltoall dispatcher receives its rows [source rank][local expert] and
+    copies them into local-expert order before the grouped GEMM, and back before combine
+    (sort_chunks_by_idxs): a read and a write of the received rows each way. One local expert,
+    or a dispatcher that receives rows in expert order, has no such copy."""
+    ops = _ops(_qwen())
+    received = 2 * 4096 * 4 * 8 * 2048
+    for name in ("sort by local expert", "restore rank order"):
+        assert ops[name].kind == "sort_chunks"
+        assert ops[name].fwd_bytes == ops[name].bwd_bytes == 2 * received
+    names = [o.name for o in build_layer(_qwen().model, _qwen().parallel.for_layer(), 4)]
+    assert names.index("dispatch all-to-all") < names.index("sort by local expert")
+    assert names.index("sort by local expert") < names.index("experts fc1")
+    assert names.index("restore rank order") < names.index("combine all-to-all")
+    flex = _ops(_qwen(moe_dispatcher="flex"))
+    assert "sort by local expert" not in flex and "restore rank order" not in flex
+
+
+def test_permute_takes_the_rate_measured_on_a_b200():
+    """dgx-b200.yaml's permute rates are what derive_permute.py recovers from SimuMax's measured
+    Transformer Engine permute/unpermute; the permute and unpermute ops run at them, forward and
+    backward, where the HBM curve would be about five times faster; files without a rate (H100)
+    keep the curve."""
+    import importlib.util
+
+    path = "hardware/calibration/derive_permute.py"
+    spec = importlib.util.spec_from_file_location("derive_permute", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    derived = module.permute_gbps()
+    for name in ("dgx-b200", "dgx-b300", "gb200-nvl72", "gb300-nvl72"):
+        mb = load_hardware(f"hardware/{name}.yaml").memory_bound
+        assert (mb.permute_fwd_gbps, mb.permute_bwd_gbps) == (derived["fwd"], derived["bwd"])
+    b200 = cost_model(load_hardware("hardware/dgx-b200.yaml")).compute
+    op = _ops(_qwen())["permute"]
+    fwd = b200.memory_bound(op.fwd_bytes, "permute")
+    assert fwd.seconds == pytest.approx(op.fwd_bytes / (derived["fwd"] * 1e9))
+    bwd = b200.memory_bound(op.bwd_bytes, "permute", backward=True)
+    assert bwd.seconds == pytest.approx(op.bwd_bytes / (derived["bwd"] * 1e9))
+    assert fwd.seconds > 4 * b200.memory_bound(op.fwd_bytes).seconds
+    h100 = cost_model(H100).compute
+    assert h100.memory_bound(op.fwd_bytes, "permute") == h100.memory_bound(op.fwd_bytes)
+
+
 def test_load_imbalance_moves_the_busiest_ranks_rows_and_bytes():
     """moe_load 1.5: the busiest rank computes 1.5 times the balanced rows and receives 1.5
     times the bytes."""

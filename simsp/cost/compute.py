@@ -344,6 +344,8 @@ class ComputeModel:
             return mb.layernorm_bwd_gbps if backward else mb.layernorm_fwd_gbps
         if kind == "swiglu":
             return mb.swiglu_bwd_gbps if backward else mb.swiglu_fwd_gbps
+        if kind == "permute":
+            return mb.permute_bwd_gbps if backward else mb.permute_fwd_gbps
         if kind == "adam":
             return self.hw.calibration.adam_gbps
         if kind.startswith(CROSS_ENTROPY_KIND):

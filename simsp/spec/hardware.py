@@ -81,6 +81,13 @@ class MemoryBoundSpec:
     (model/blocks/mlp.py); 0 means use the curve."""
     swiglu_bwd_gbps: float = 0.0
     """The same for its backward (swiglu_back)."""
+    permute_fwd_gbps: float = 0.0
+    """Measured rate of a mixture of experts' fused token permute and unpermute (Transformer
+    Engine's moe_permute_with_probs and moe_unpermute, which Megatron-Core runs with
+    --moe-permute-fusion), GB/s of the bytes simsp counts for the two (model/blocks/moe.py),
+    launches included; 0 means use the curve."""
+    permute_bwd_gbps: float = 0.0
+    """The same for their backward."""
     eager_rmsnorm_fwd_gbps: float = 0.0
     """Measured rate of an RMSNorm run as eager torch ops (fp32 upcast), GB/s of the bytes the
     fused kernel moves (model/blocks/elementwise.py); 0 means count its ops' bytes on the
@@ -337,6 +344,8 @@ def hardware_rules(hw: "HardwareSpec"):
         "memory_bound.te_cross_entropy_gbps",
         "memory_bound.swiglu_fwd_gbps",
         "memory_bound.swiglu_bwd_gbps",
+        "memory_bound.permute_fwd_gbps",
+        "memory_bound.permute_bwd_gbps",
         *(
             f"memory_bound.eager_{k}_{d}_gbps"
             for k in ("rmsnorm", "rope", "swiglu")

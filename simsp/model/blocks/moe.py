@@ -12,7 +12,8 @@ expert layout computes T k etp rows (its ETP peers' tokens gathered): those its 
 to its experts, T k on average. `parallel.moe_load` scales them to the busiest rank's.
 
 Dispatchers (moe_dispatcher): alltoall sends each routed copy to its expert's rank and back
-(an all-to-all over ep of T k h, then an all-gather / reduce-scatter over etp);
+(an all-to-all over ep of T k h, then an all-gather / reduce-scatter over etp, and with more
+than one local expert a copy that sorts the received rows by expert, undone before combine);
 allgather gathers every token of the etp x ep group (T h etp ep) and reduce-scatters the outputs;
 flex (DeepEP, HybridEP) is an all-to-all whose copies cross the network once per destination node
 (`Collective.node_dedup`; cost/network.py prices it).
@@ -184,6 +185,12 @@ def _dispatch(
         rs = Collective("reduce_scatter", received, "etp")
         fwd, bwd = (ag, rs) if which == "dispatch" else (rs, ag)
         ops.append(Op(f"{which} etp", "comm", "mlp", fwd_comm=fwd, bwd_comm=bwd))
+    if parallel.moe_dispatcher == "alltoall" and model.experts // ep > 1:
+        # the received chunks come [source rank][local expert]; the grouped GEMM wants them by
+        # local expert, and combine restores the order (token_dispatcher.py
+        # MoEAlltoAllTokenDispatcher sort_chunks_by_idxs, "permutation 2", @60e039626)
+        name = "sort by local expert" if which == "dispatch" else "restore rank order"
+        ops.append(Op(name, "sort_chunks", "mlp", fwd_bytes=2 * received, bwd_bytes=2 * received))
     return tuple(ops if which == "dispatch" else reversed(ops))
 
 
