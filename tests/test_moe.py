@@ -375,6 +375,37 @@ def test_all_to_all_prices_within_15_percent_of_measured_nccl_tests_on_h100():
     assert max(map(abs, errors)) < 0.15, max(errors, key=abs)
 
 
+def test_blackwell_all_to_all_reads_the_measured_nvlink5_sweeps(tmp_path):
+    """Inside an NVL72 rack and on an 8-GPU B200 or B300 node, an all-to-all takes what
+    nccl-tests' alltoall_perf measured in a GB300 rack at its sizes (derive_alltoall.py's logs,
+    rewritten byte for byte from the transcribed OCI figures); the B300 node's own 8 GiB
+    measurement is within 1% of it."""
+    import csv
+    import importlib.util
+
+    path = "hardware/calibration/derive_alltoall.py"
+    spec = importlib.util.spec_from_file_location("derive_alltoall", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for written in module.main(tmp_path):
+        assert written.read_bytes() == (module.OUT / written.name).read_bytes()
+    tables = module.measured()
+    for name, ranks in (("dgx-b200", 8), ("dgx-b300", 8), ("gb200-nvl72", 64), ("gb300-nvl72", 4)):
+        net = cost_model(load_hardware(f"hardware/{name}.yaml")).network
+        table = tables[ranks]
+        for size, t in zip(table.sizes_bytes, table.times_s, strict=True):
+            assert net.collective_s("all_to_all", size, ranks, ranks) == pytest.approx(t)
+    with open("hardware/calibration/sources/moe-derived/alltoall_b300.csv") as f:
+        own = next(
+            r
+            for r in csv.DictReader(x for x in f if not x.startswith("#"))
+            if r["ranks"] == "8" and r["source"].endswith("out-of-place")
+        )
+    b300 = cost_model(load_hardware("hardware/dgx-b300.yaml")).network
+    priced = b300.collective_s("all_to_all", int(own["bytes_per_rank"]), 8, 8)
+    assert priced == pytest.approx(float(own["time_us"]) * 1e-6, rel=0.01)
+
+
 def test_simumax_measured_moe_peaks_within_5_percent():
     """SimuMax's DeepSeek-V2/V3 runs on one B200 node (4 layers, EP 8 or EP 4 x PP 2, capacity 1
     padded, no recompute): simsp's peak HBM against torch.cuda.max_memory_allocated() of the
