@@ -202,7 +202,7 @@ def test_optimizer_step_runs_adam_at_its_measured_rate(workloads, hardware, dist
         )
         cost = CostModel(hw)
         rest = cost.compute.memory_bound(
-            st.GRAD_AVERAGE_BYTES * params + st.STEP_OTHER_BYTES * shard
+            (st.GRAD_AVERAGE_BYTES + st.GRAD_ZERO_BYTES) * params + st.STEP_OTHER_BYTES * shard
         ).seconds
         assert st.optimizer_s(w, cost, 0) == pytest.approx(
             rest + 28 * shard / (rate * 1e9), rel=1e-12

@@ -19,13 +19,17 @@ GRAD_AVERAGE_BYTES = 8.0
 all-reduce, whatever that size (megatron/model/distributed.py `allreduce_gradients`: read 4,
 write 4 a parameter)."""
 
+GRAD_ZERO_BYTES = 4.0
+"""The gradient buffer is zeroed for the next iteration, the whole of it: every parameter the
+rank holds, not only its optimizer shard (megatron/core/distributed DistributedDataParallel
+.zero_grad_buffer: each buffer's reset() zeroes its grad_data)."""
+
 ADAM_BYTES = 28.0
 """Fused Adam, a parameter: reads the fp32 grad, master, m and v (16), writes master, m, v (12)."""
 
-STEP_OTHER_BYTES = 14.0
-"""The rest of the step, a parameter: the global gradient norm reads the grad (4); the fp32
-master is copied into the bf16 weight (read 4, write 2); the grad buffer is zeroed for the next
-iteration (4)."""
+STEP_OTHER_BYTES = 10.0
+"""The rest of the step, a parameter of the shard: the global gradient norm reads the grad (4);
+the fp32 master is copied into the bf16 weight (read 4, write 2)."""
 
 EMBEDDING_GRAD_BYTES = 12.0
 """A lookup table's gradient, per element and microbatch: torch's embedding backward zeroes a
@@ -226,7 +230,7 @@ def optimizer_s(w: Workload, cost: CostModel, stage: int) -> float:
     if w.parallel.fsdp:  # gradients arrive sharded: every pass is over the shard
         params = shard
     mb = cost.compute.memory_bound
-    step = mb(GRAD_AVERAGE_BYTES * params + STEP_OTHER_BYTES * shard).seconds
+    step = mb((GRAD_AVERAGE_BYTES + GRAD_ZERO_BYTES) * params + STEP_OTHER_BYTES * shard).seconds
     return step + mb(ADAM_BYTES * shard, "adam").seconds + fp8_weight_cast_s(w, cost, stage)
 
 
