@@ -80,6 +80,41 @@ def test_alltoall_sorts_the_received_rows_by_local_expert_and_back():
     assert "sort by local expert" not in flex and "restore rank order" not in flex
 
 
+def test_flex_sends_tokens_once_a_rank_and_permutes_where_its_backend_does():
+    """The flex dispatcher sends a token once to each rank holding one of its experts
+    (DeepEP's is_token_in_rank; HybridEP likewise), so an 8-GPU all-to-all carries
+    destinations(8, 8) of the k = 8 copies; DeepEP permutes what a rank received after the
+    dispatch (those tokens into k copies) and unpermutes before the combine; HybridEP's
+    dispatch_with_permute / combine_with_unpermute do it inside the kernels: no permute ops."""
+    from simsp.model.blocks.moe import destinations
+
+    assert destinations(8, 8) == pytest.approx(8 * (1 - (7 / 8) ** 8))
+    assert destinations(1, 8) == 1.0
+    deepep = [
+        o.name
+        for o in build_layer(
+            _qwen(moe_dispatcher="flex").model, _qwen(moe_dispatcher="flex").parallel.for_layer(), 4
+        )
+    ]
+    i = deepep.index
+    assert i("dispatch all-to-all") < i("permute") < i("experts fc1")
+    assert i("experts fc2") < i("unpermute") < i("combine all-to-all")
+    w = _qwen(moe_dispatcher="flex")
+    permute = _ops(w)["permute"]
+    tokens, h = 4096 * 4, 2048
+    assert permute.fwd_bytes == pytest.approx(2 * tokens * h * (destinations(8, 8) + 8))
+    hybrid = _ops(_qwen(moe_dispatcher="flex", moe_flex_backend="hybridep"))
+    assert "permute" not in hybrid and "unpermute" not in hybrid
+    assert "sort by local expert" not in hybrid
+    net = cost_model(load_hardware("hardware/dgx-b200.yaml")).network
+    copies = 2 * tokens * 8 * h
+    flex = net.all_to_all_s(copies, 8, 8, node_dedup=8)
+    assert flex == pytest.approx(net.all_to_all_s(copies * destinations(8, 8) / 8, 8, 8))
+    assert flex < net.all_to_all_s(copies, 8, 8)
+    # the backend is read only with the flex dispatcher
+    assert _qwen(moe_flex_backend="hybridep").parallel.for_layer().moe_flex_backend == "deepep"
+
+
 def test_permute_takes_the_rate_measured_on_a_b200():
     """dgx-b200.yaml's permute rates are what derive_permute.py recovers from SimuMax's measured
     Transformer Engine permute/unpermute; the permute and unpermute ops run at them, forward and

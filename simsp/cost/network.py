@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass, field
 
 from simsp.errors import InputError
+from simsp.model.blocks.moe import destinations
 from simsp.spec.hardware import HardwareSpec
 from simsp.tables import BUSBW_FACTORS, CollectiveTable, merge_tables, read_nccl_log
 from simsp.units import US
@@ -239,19 +240,20 @@ class NetworkModel:
         time. `node_dedup` k (DeepEP / HybridEP, arXiv 2412.19437 §3.2.2): the bytes are k routed
         copies of T tokens and a token crosses the network once per distinct destination node,
         expected N (1 - C(E - E/N, k) / C(E, k)) of the N nodes for k of E experts spread evenly
-        (drawn without replacement; E taken large, (1 - 1/N)^k), the rest forwarded over
-        NVLink inside the destination node."""
+        (drawn without replacement; E taken large, (1 - 1/N)^k: model.blocks.moe.destinations),
+        and reaches each distinct destination rank once over NVLink (forwarded inside the
+        destination node), not once per copy."""
         if ranks <= 1 or nbytes <= 0:
             return 0.0
         g = min(ranks_per_node, ranks)
         nodes = ranks // g
-        if nodes == 1:
-            return self.latency_s + self._tables_s(A2A, nbytes, ranks, g)
         remote = nbytes * (ranks - g) / ranks
         if node_dedup:
             per_token = nbytes / node_dedup
-            visited = nodes * (1.0 - (1.0 - 1.0 / nodes) ** node_dedup)
-            remote = per_token * visited * (nodes - 1) / nodes
+            remote = per_token * destinations(nodes, node_dedup) * (nodes - 1) / nodes
+            nbytes = per_token * destinations(ranks, node_dedup)  # once a destination rank
+        if nodes == 1:
+            return self.latency_s + self._tables_s(A2A, nbytes, ranks, g)
         local = self.intra_s(
             A2A if any(k[0] == A2A for k in self.nvlink) else AG, nbytes * g / ranks, g
         )

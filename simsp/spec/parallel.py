@@ -22,8 +22,10 @@ time for them (parallel_state.initialize_model_parallel's expert RankGenerator, 
 string, tp -> expert tensor parallel, cp 1, dp -> expert data parallel)."""
 CP_COMM_TYPES = ("p2p", "a2a")
 DISPATCHERS = ("allgather", "alltoall", "flex")
+FLEX_BACKENDS = ("deepep", "hybridep")
 __all__ = [
     "DISPATCHERS",
+    "FLEX_BACKENDS",
     "CP_COMM_TYPES",
     "DIMENSIONS",
     "EXPERT_DIMENSIONS",
@@ -63,6 +65,13 @@ class ParallelSpec(HashedOnce):
     the outputs back), alltoall (each token sent to the ranks of its experts and back, over ep),
     or flex (DeepEP / HybridEP: a token crosses the network once per destination node and is
     forwarded over NVLink there)."""
+    moe_flex_backend: str = field(default="deepep", metadata={"choices": FLEX_BACKENDS})
+    """The library behind the flex dispatcher (Megatron-Core --moe-flex-dispatcher-backend,
+    default deepep): deepep (DeepEP's kernels send each token once to each rank holding one of
+    its experts; the rank then permutes what it received into expert order with Transformer
+    Engine's permute, and unpermutes before combine) or hybridep (HybridEP's
+    dispatch_with_permute and combine_with_unpermute write the tokens straight into expert order
+    and back: no permute kernel of their own). Read only with moe_dispatcher flex."""
     moe_load: float = 1.0
     """Tokens the busiest expert-parallel rank processes, over the balanced share: 1 for
     force-balanced routing (--moe-router-force-load-balancing, Megatron-Bridge's benchmarks since
@@ -225,6 +234,7 @@ class ParallelSpec(HashedOnce):
             ep=self.ep,
             etp=self.etp,
             moe_dispatcher=self.moe_dispatcher,
+            moe_flex_backend=self.moe_flex_backend if self.moe_dispatcher == "flex" else "deepep",
             moe_load=self.moe_load,
             moe_a2a_overlap=self.moe_a2a_overlap,
             recompute_modules=self.recompute_modules,

@@ -21,6 +21,7 @@ from simsp.spec.parallel import (
     CP_COMM_TYPES,
     DIMENSIONS,
     DISPATCHERS,
+    FLEX_BACKENDS,
     RECOMPUTE_MODES,
     RECOMPUTE_MODULES,
     RESHARD_AFTER_FORWARD,
@@ -293,6 +294,12 @@ def _expert_rules(w: Workload):
         p.moe_dispatcher,
         p.moe_dispatcher in DISPATCHERS,
         f"must be one of {', '.join(DISPATCHERS)}",
+    )
+    yield (
+        "parallel.moe_flex_backend",
+        p.moe_flex_backend,
+        p.moe_flex_backend in FLEX_BACKENDS,
+        f"must be one of {', '.join(FLEX_BACKENDS)}",
     )
     if not m.experts:
         for key, value, default in (("ep", p.ep, 1), ("etp", p.etp, 0)):

@@ -5,14 +5,16 @@ performance table is silent: the token dispatcher and the expert-parallel all-to
 gaod/r0.2.0_test @4a82e16 for 25.11, v0.4.0 @0fbfe7d for 26.04; its tables 5b, 6b and 7b give
 the source file of every cell).
 
-flex is Megatron-Core's flex dispatcher with HybridEP (32 SMs); the 25.09 Qwen3 runs dropped
-tokens at a capacity factor of 1.0, padded, and later ones force-balanced them: both are
-balanced (moe_load 1). Not modelled, and said so in each case's notes: CUDA graphs (the host's
-launches), the recompute modules layernorm / moe_act of the 26.04 gpt-oss recipes (their rerun
-is a norm and an activation), HybridEP's SMs beside compute.
+flex is Megatron-Core's flex dispatcher, with HybridEP (32 SMs) in every release that sets it
+except 25.09's H100 DeepSeek-V3, which enables DeepEP (moe_enable_deepep); the 25.09 Qwen3
+runs dropped tokens at a capacity factor of 1.0, padded, and later ones force-balanced them:
+both are balanced (moe_load 1). Not modelled, and said so in each case's notes: CUDA graphs
+(the host's launches), the recompute modules layernorm / moe_act of the 26.04 gpt-oss recipes
+(their rerun is a norm and an activation), HybridEP's SMs beside compute.
 """
 
-ALLTOALL, FLEX = "alltoall", "flex"
+ALLTOALL, FLEX, DEEPEP = "alltoall", "flex/hybridep", "flex/deepep"
+"""The dispatcher, and after a slash the flex dispatcher's backend (parallel.moe_flex_backend)."""
 
 MOE_RECIPES = {
     # (release, model, GPU family): (dispatcher, overlap_moe_expert_parallel_comm)
@@ -55,7 +57,7 @@ MOE_RECIPES = {
     # DeepSeek-V3 (§4b): 25.09's token-drop runs turn DeepEP off; H100 DeepEP with EP overlap
     ("25.09", "deepseek-v3", "GB200"): (ALLTOALL, False),
     ("25.09", "deepseek-v3", "B200"): (ALLTOALL, False),
-    ("25.09", "deepseek-v3", "H100"): (FLEX, True),
+    ("25.09", "deepseek-v3", "H100"): (DEEPEP, True),
     ("25.11", "deepseek-v3", "GB300"): (FLEX, False),
     ("25.11", "deepseek-v3", "GB200"): (FLEX, False),
     ("25.11", "deepseek-v3", "B200"): (ALLTOALL, False),

@@ -203,12 +203,17 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     if row.get("moe.a2a_overlap") in ("true", "false"):
         overlap = row["moe.a2a_overlap"] == "true"
     how = "as stated" if row.get("moe.dispatcher") else "the recipe's" if read else "assumed"
+    dispatcher, _, backend = dispatcher.partition("/")
     notes.append(
-        f"ep {ep}, etp {etp}, {dispatcher} dispatcher ({how})"
+        f"ep {ep}, etp {etp}, {dispatcher} dispatcher"
+        + (f" with {backend}" if backend else "")
+        + f" ({how})"
         + (", EP all-to-all overlap" if overlap else "")
         + ", balanced routing"
     )
     out = {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+    if backend:
+        out["moe_flex_backend"] = backend
     modules, unmodelled = MOE_RECOMPUTE.get(row["id"], ("", ""))
     if modules:
         out.update(recompute="selective", recompute_modules=modules)

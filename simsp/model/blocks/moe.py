@@ -15,8 +15,9 @@ Dispatchers (moe_dispatcher): alltoall sends each routed copy to its expert's ra
 (an all-to-all over ep of T k h, then an all-gather / reduce-scatter over etp, and with more
 than one local expert a copy that sorts the received rows by expert, undone before combine);
 allgather gathers every token of the etp x ep group (T h etp ep) and reduce-scatters the outputs;
-flex (DeepEP, HybridEP) is an all-to-all whose copies cross the network once per destination node
-(`Collective.node_dedup`; cost/network.py prices it).
+flex (DeepEP, HybridEP) is an all-to-all of tokens, each sent once to each rank it has experts on
+and across the network once per destination node (`Collective.node_dedup`; cost/network.py
+prices it), then permuted by the receiver (DeepEP) or inside the dispatch kernel (HybridEP).
 """
 
 import math
@@ -79,10 +80,20 @@ def _router(model: ModelSpec, dm: Dims, tokens: int) -> tuple[Op, ...]:
     )
 
 
+def destinations(slots: int, k: int) -> float:
+    """Expected distinct slots (ranks or nodes, holding equal shares of the experts) a token's k
+    routed copies reach, the experts drawn uniformly (with replacement, E taken large):
+    slots (1 - (1 - 1 / slots)^k). DeepEP and HybridEP send a token once to each (arXiv
+    2412.19437 section 3.2.2; DeepEP get_dispatch_layout's is_token_in_rank)."""
+    return slots * (1.0 - (1.0 - 1.0 / slots) ** k) if slots > 1 else 1.0
+
+
 def _routed_experts(
     model: ModelSpec, parallel: ParallelSpec, dm: Dims, tokens: int
 ) -> tuple[Op, ...]:
-    """Permute, dispatch, the local experts' grouped GEMMs and activation, combine, unpermute."""
+    """Permute, dispatch, the local experts' grouped GEMMs and activation, combine, unpermute.
+    The flex dispatcher sends tokens, not copies, and permutes on the receiving rank (deepep) or
+    inside its dispatch and combine kernels (hybridep)."""
     k, h = model.router_topk, dm.h
     bias = model.linear_bias("mlp")  # gpt-oss's experts carry biases
     ep, etp = parallel.ep, parallel.size("etp")
@@ -104,16 +115,32 @@ def _routed_experts(
         (Weight("experts fc2", model.experts * model.expert_ffn * h, EXPERTS),)
         + ((Weight("experts fc2 bias", model.experts * h, EXPERTS),) if bias else ()),
     )
+    flex = parallel.moe_dispatcher == "flex"
+    # the tokens a permute reads: this rank's own, or under flex those it received, one a
+    # (token, rank) pair of its ep peers' tokens
+    inputs = BYTES_16BIT * tokens * h * (destinations(ep, k) if flex else 1)
+    permute = Op(
+        # gather each token's k copies, grouped by expert (moe_utils.permute)
+        "permute",
+        "permute",
+        "mlp",
+        fwd_bytes=inputs + copies,
+        bwd_bytes=inputs + copies,
+    )
+    unpermute = Op(
+        # scale each copy by its probability and sum a token's copies
+        "unpermute",
+        "permute",
+        "mlp",
+        fwd_bytes=copies + inputs,
+        bwd_bytes=2 * copies + inputs,
+    )
+    fused = flex and parallel.moe_flex_backend == "hybridep"
+    before, after = ((), (permute,)) if flex else ((permute,), ())
     return (
-        # permute: gather each token's k copies, grouped by expert (moe_utils.permute)
-        Op(
-            "permute",
-            "permute",
-            "mlp",
-            fwd_bytes=BYTES_16BIT * tokens * h + copies,
-            bwd_bytes=BYTES_16BIT * tokens * h + copies,
-        ),
+        *before,
         *_dispatch(model, parallel, dm, tokens, copies, received, "dispatch"),
+        *(() if fused else after),
         Op(
             "experts fc1",
             "gemm",
@@ -139,15 +166,9 @@ def _routed_experts(
             weights=expert_w[1],
             saves=(Saved("experts fc2 input", act, WHOLE, recompute="moe_act"),),
         ),
+        *(() if fused or not flex else (unpermute,)),
         *_dispatch(model, parallel, dm, tokens, copies, received, "combine"),
-        # unpermute: scale each copy by its probability and sum a token's k copies
-        Op(
-            "unpermute",
-            "permute",
-            "mlp",
-            fwd_bytes=copies + BYTES_16BIT * tokens * h,
-            bwd_bytes=2 * copies + BYTES_16BIT * tokens * h,
-        ),
+        *(() if flex else (unpermute,)),
     )
 
 
