@@ -19,12 +19,26 @@ def short_repr(value) -> str:
         return f"<{type(value).__name__}>"
 
 
+MAX_NAME = 200
+"""Characters of a file name or key an error line quotes before it cuts the rest."""
+
+
+def printable(text: str, limit: int = 0) -> str:
+    """text for one terminal line: control characters (newlines, escape sequences that would
+    recolour or move the terminal) written as their escapes, and cut to `limit` characters."""
+    out = "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode() for c in text
+    )
+    return out if not limit or len(out) <= limit else out[: limit - 3] + "..."
+
+
 class InputError(Exception):
-    """Bad user input: names the file, the key, the value and the rule broken."""
+    """Bad user input: names the file, the key, the value and the rule broken, on one line."""
 
     def __init__(self, file, key, value, rule):
         self.file, self.key, self.value, self.rule = str(file), key, value, rule
-        super().__init__(f"{self.file}: {key}={short_repr(value)}: {rule}")
+        where = f"{printable(self.file, MAX_NAME)}: {printable(str(key), MAX_NAME)}"
+        super().__init__(f"{where}={short_repr(value)}: {printable(str(rule))}")
 
 
 class _NotShown:

@@ -9,6 +9,7 @@ size in memory, so it is refused before it is read; bytes that are not UTF-8 tex
 """
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -111,6 +112,55 @@ def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
     except OSError as e:
         raise _cannot_write(path, e) from None
     return target
+
+
+def check_output_dir(path) -> Path:
+    """An output folder that can be written, checked before any work starts: not a file nor a
+    symbolic link, its parent a folder (simsp creates the folder itself, and only when it
+    writes)."""
+    target = Path(path)
+    if target.is_symlink():
+        raise InputError(path, "--out", str(path), "is a symbolic link; name a folder")
+    if target.exists() and not target.is_dir():
+        raise InputError(path, "--out", str(path), "is a file; name a folder")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(path, "--out", str(path), f"has no folder {parent}; create it")
+    if not os.access(target if target.is_dir() else parent, os.W_OK):
+        raise InputError(path, "--out", str(path), "cannot be written (no permission)")
+    return target
+
+
+def write_files(out_dir, files: dict[str, str]) -> list[Path]:
+    """Several outputs in one folder, all or none: each is written whole under a temporary name
+    first, then all are renamed into place; on any failure the temporaries go, files that were
+    there stay as they were, and a folder made for them is removed. InputError names the folder."""
+    out = check_output_dir(out_dir)
+    made = not out.exists()
+    written: list[tuple[Path, Path]] = []
+    try:
+        out.mkdir(exist_ok=True)
+        for name, text in files.items():
+            target = out / name
+            if target.is_symlink() or target.is_dir():
+                raise InputError(target, "--out", str(target), "is not a file simsp writes")
+            tmp = _temporary(target)
+            written.append((tmp, target))
+            tmp.write_bytes(text.encode())
+        for tmp, target in written:
+            os.replace(tmp, target)
+    except (OSError, InputError) as e:
+        for tmp, _ in written:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        if isinstance(e, InputError):
+            raise
+        raise _cannot_write(out_dir, e) from None
+    return [target for _, target in written]
 
 
 def write_text(path, text: str) -> None:

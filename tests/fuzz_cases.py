@@ -290,6 +290,22 @@ def output_cases() -> list[Case]:
     for flag in ("--timeline", "--trace"):
         for path in ("{d}/nodir/t.html", "{d}/w.yaml/t.html", "/proc/t.html", "{d}"):
             cases.append(Case(f"run/out{flag}={path}", ("run", "{d}/w.yaml", flag, path), files))
+    # folder outputs that are a file, missing a parent, or under a file: refused before the work
+    for path in ("{d}/w.yaml", "{d}/nodir/out", "{d}/w.yaml/out"):
+        cases.append(Case(f"reproduce/out={path}", ("reproduce", "--out", path), files))
+        cases.append(
+            Case(
+                f"validate/out={path}",
+                ("validate", "--set", "paper-table4", "--out", path),
+                files,
+            )
+        )
+    # keys a terminal would run: escape sequences, newlines, a bell, megabytes
+    for key in ("gpu.\x1b[2J\x1b[31mx", "gpu.a\nb", "\x07\x1b]0;title\x07", "k" * 200_000):
+        key = key.encode().decode("unicode_escape")
+        cases.append(
+            Case(f"run/set-key={key[:12]!r}", ("run", "{d}/w.yaml", "--set", key + "=1"), files)
+        )
     return cases
 
 

@@ -132,6 +132,8 @@ def problems(o: Outcome) -> list[str]:
         bad.append(f"stderr is not one error line: {o.stderr[:400]!r}")
     elif len(lines[0]) > MAX_LINE:
         bad.append(f"error line of {len(lines[0])} characters: {lines[0][:200]!r}...")
+    if any(not (c.isprintable() or c in "\n ") for c in o.stderr):
+        bad.append(f"control characters reach the terminal: {o.stderr[:200]!r}")
     if "Traceback" in o.stderr:
         bad.append("a traceback on stderr")
     if o.cpu_s > TIME_LIMIT_S:

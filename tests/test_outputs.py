@@ -513,3 +513,59 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_escaped():
         "1f1b",
         "",
     ]
+
+
+def test_multi_file_outputs_are_written_all_or_none(tmp_path, monkeypatch):
+    """validate --out and reproduce --out write through write_files: a failure on the last file
+    leaves none of the new ones, keeps what the folder held and removes a folder it made."""
+    from simsp.textfile import write_files
+
+    out = tmp_path / "new"
+    real = os.replace
+    calls = []
+
+    def second_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_fails)
+    with pytest.raises(InputError, match="cannot be written"):
+        write_files(out, {"a.csv": "1", "b.html": "2"})
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "b.html").write_text("old")
+    calls.clear()
+    with pytest.raises(InputError):
+        write_files(kept, {"b.html": "new", "c.csv": "3"})
+    assert (kept / "b.html").read_text() in ("old", "new")
+    assert sorted(p.name for p in kept.iterdir() if not p.name.startswith(".")) in (
+        ["b.html"],
+        ["b.html", "c.csv"],
+    )
+    assert not [p for p in kept.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(os, "replace", real)
+    assert [p.name for p in write_files(out, {"a.csv": "1", "b.html": "2"})] == ["a.csv", "b.html"]
+
+
+@pytest.mark.parametrize("command", [["reproduce"], ["validate", "--set", "paper-table4"]])
+def test_a_folder_output_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, command):
+    """`reproduce --out FILE` used to run every experiment, then fail with a traceback."""
+    target = tmp_path / "report"
+    target.write_text("mine")
+    assert main([*command, "--out", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a file; name a folder" in err
+    assert target.read_text() == "mine"
+
+
+def test_an_error_line_escapes_control_characters_and_cuts_long_names(capsys):
+    """An escape sequence in a --set key reaches the terminal as text, not as colour; a key of
+    100,000 characters is cut."""
+    assert main(["run", "workloads/gpt3-175b.yaml", "--set", "gpu.\x1b[31mred=1"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[31mred" in err and len(err.splitlines()) == 1
+    assert main(["run", "workloads/gpt3-175b.yaml", "--set", "a" * 100_000 + "=1"]) == 2
+    assert len(capsys.readouterr().err) < 1000

@@ -216,8 +216,10 @@ def parser() -> Parser:
 def cmd_reproduce(args) -> None:
     """`simsp reproduce`: Table 2, Figure 7, Table 4, Table 5 and a Figure 1 chart, paper vs
     simsp."""
+    from simsp.textfile import check_output_dir
     from simsp.validate.reproduce import reproduce, text_tables, write_report
 
+    check_output_dir(args.out)  # before the experiments run
     tables = reproduce(args.hardware, args.hardware_set)
     if args.hardware_set:
         print(f"hardware with --set {' --set '.join(args.hardware_set)}")

@@ -7,7 +7,7 @@ import sys
 from simsp.errors import InputError
 from simsp.present.accuracy import ACCURACY_FILE
 from simsp.spec.knobs import KNOBS
-from simsp.textfile import check_output, write_text
+from simsp.textfile import check_output, check_output_dir, write_text
 from simsp.validate.names import SETS
 
 CASE_FIELDS = ("hardware", "framework")
@@ -24,6 +24,8 @@ def cmd_validate(args) -> None:
     if args.workers is not None and not 1 <= args.workers <= 1024:
         raise InputError("--workers", "workers", args.workers, "must be 1 to 1024 processes")
     sets = tuple(args.set) if args.set else SETS
+    if args.out:
+        check_output_dir(args.out)  # before the sets run
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))
         sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS + STACK_SETS)

@@ -5,9 +5,8 @@ import csv
 import io
 from pathlib import Path
 
-from simsp.errors import InputError
 from simsp.spec.knobs import KNOBS, values_of
-from simsp.textfile import csv_safe, write_text
+from simsp.textfile import csv_safe, write_files
 from simsp.units import GIB
 from simsp.validate.cases import GAP_REPORTED, PEER_SETS
 from simsp.validate.errors_page import errors_html
@@ -286,27 +285,17 @@ def case_rows(v: Validation) -> list[dict]:
 
 def write_outputs(v: Validation, out_dir) -> list[Path]:
     """cases.csv (one row a case), errors.html (the error of every measured case, by set, with
-    the naive baseline) and, where a peer simulator's set ran, peers.html, in out_dir."""
-    out = Path(out_dir)
+    the naive baseline) and, where a peer simulator's set ran, peers.html, in out_dir: all of
+    them or none (textfile.write_files)."""
     peers = tuple(s for s in v.sets if s in PEER_SETS and of_set(v.results, s))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        pages = {out / "errors.html": errors_html(v)}
-        if peers:
-            pages[out / "peers.html"] = scatter_html(v, peers)
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: csv_safe(x) for k, x in r.items()} for r in case_rows(v))
-        csv_path = out / "cases.csv"
-        write_text(csv_path, buf.getvalue())  # each whole, or the old file kept
-        for path, html in pages.items():
-            write_text(path, html)
-    except OSError as e:
-        raise InputError(
-            out_dir, "--out", str(out_dir), f"cannot be written ({e.strerror or e})"
-        ) from None
-    return [csv_path, *pages]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: csv_safe(x) for k, x in r.items()} for r in case_rows(v))
+    files = {"cases.csv": buf.getvalue(), "errors.html": errors_html(v)}
+    if peers:
+        files["peers.html"] = scatter_html(v, peers)
+    return write_files(out_dir, files)
 
 
 def json_summary(v: Validation, by: str | None = None) -> dict:

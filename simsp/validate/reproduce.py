@@ -187,11 +187,7 @@ def text_tables(tables: dict[str, list[list]]) -> str:
 def write_report(tables: dict[str, list[list]], out_dir) -> Path:
     """The HTML report with every table and its chart."""
     from simsp.present.timeline import reproduction_html
-    from simsp.textfile import write_text
+    from simsp.textfile import write_files
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "reproduction.html"
-    # whole, or the old report kept
-    write_text(path, reproduction_html(tables, HEADERS, FIGURE7_PCT))
-    return path
+    html = reproduction_html(tables, HEADERS, FIGURE7_PCT)
+    return write_files(out_dir, {"reproduction.html": html})[0]  # whole, or the old one kept
