@@ -18,6 +18,18 @@ def test_the_cli_reference_is_the_parsers_help():
     assert page == reference(), "run: python -m simsp.cli.reference docs/cli.md"
 
 
+def test_the_support_page_is_this_trees():
+    """docs/support.md: every shipped hardware file, stack preset and Hugging Face family, with
+    the accuracy the validation measured for it."""
+    from simsp.present.support import page
+
+    text = (ROOT / "docs" / "support.md").read_text()
+    assert text == page(), "run: python -m simsp.present.support docs/support.md"
+    for hw in (ROOT / "hardware").glob("*.yaml"):
+        assert f"| `{hw.stem}` |" in text
+    assert "| `qwen3_moe` | yes |" in text and "| `torchtitan` |" in text
+
+
 def test_every_subcommand_has_a_section():
     page = (ROOT / "docs" / "cli.md").read_text()
     for name in ("run", "memory", "layer", "plan", "sweep", "compare", "validate", "calibrate"):

@@ -266,3 +266,17 @@ def test_models_rederive_to_the_committed_bytes(machine, name, tmp_path):
         pool=spec.pool_layouts,
     )
     assert out.read_bytes() == shipped.read_bytes()
+
+
+def test_a_gemm_beyond_the_tables_runs_at_their_edge(hw):
+    """A weight gradient over more tokens than any table row holds (k 98,304 at micro batch 12
+    x 8k) takes the rate of the largest tabled k of its m and n, where it used to fall to the
+    A100-fitted roofline; a batched GEMM the tables do not hold still does."""
+    cm = ComputeModel(hw)
+    tables = cm.tables["bf16"]
+    top_k = (tables.model or tables.measured).largest[2]
+    big = Gemm(3584, 4096, 2**22)
+    rate, source = cm.tflops(big, "NT")
+    assert source.endswith("(edge)") and rate == cm.tflops(Gemm(3584, 4096, top_k), "NT")[0]
+    assert cm.gemm(big, "NT").source.endswith("(edge)")
+    assert cm.gemm(Gemm(3584, 4096, 2**22, batch=64), "NT").source == "roofline"

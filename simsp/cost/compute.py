@@ -113,6 +113,22 @@ class GemmTables:
         return (min(rate * self.fraction, self.ceiling_tflops) if rate else rate), source
 
     def _uncapped_tflops(self, g: Gemm, layout: str) -> tuple[float | None, str]:
+        rate, source = self._table_rate(g, layout)
+        if rate or g.batch != 1:
+            return rate, source
+        # beyond the tables' largest m, n or k, a GEMM runs at least as well as the largest
+        # they hold in that direction (its efficiency saturates with size): the rate at the edge
+        table = self.model or self.measured
+        if table is None:
+            return rate, source
+        edge = tuple(min(x, top) for x, top in zip((g.m, g.n, g.k), table.largest, strict=True))
+        if edge == (g.m, g.n, g.k):
+            return rate, source
+        m, n, k = edge
+        rate, source = self._table_rate(dataclasses.replace(g, m=m, n=n, k=k), layout)
+        return rate, (f"{source} (edge)" if rate else source)
+
+    def _table_rate(self, g: Gemm, layout: str) -> tuple[float | None, str]:
         shape = (g.m, g.n, g.k, g.batch, layout)
         modeled = self.model.lookup_tflops(*shape) if self.model else None
         if self.residual and modeled:

@@ -62,6 +62,15 @@ class GemmTable:
     _exact: dict = field(init=False, repr=False, compare=False)
     _cells: dict = field(init=False, repr=False, compare=False)
 
+    @property
+    def largest(self) -> tuple[int, int, int]:
+        """The largest m, n and k among the points."""
+        return (
+            max((p.m for p in self.points), default=0),
+            max((p.n for p in self.points), default=0),
+            max((p.k for p in self.points), default=0),
+        )
+
     def __post_init__(self):
         exact, cells = {}, {}
         for p in self.points:
