@@ -271,7 +271,7 @@ def test_the_closed_form_answer_reports_it_too():
 
 
 def test_compare_says_it_once_a_machine():
-    from simsp.cli.compare import accuracy_lines
+    from simsp.present.compare import accuracy_lines
 
     w = _llama_8b()
     hws = [load_hardware(project_path(f"hardware/{n}.yaml")) for n in ("dgx-a100-80gb", "hgx-h200")]

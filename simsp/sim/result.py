@@ -63,6 +63,12 @@ class Result:
         w = self.workload
         return model_flops(w.model, w.training.global_batch, w.parallel.tp)
 
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput: the global batch's tokens over the iteration time."""
+        w = self.workload
+        return w.training.global_batch * w.model.seq_len / self.iteration_time_s
+
     def mfu(self) -> float:
         w = self.workload
         return utilization(
@@ -166,7 +172,7 @@ class Result:
             "model_flops": self.model_flops,
             "flops_formula": MODEL_FLOPS_FORMULA,
             "hfu_formula": HARDWARE_FLOPS_FORMULA,
-            "tokens_per_s": w.training.global_batch * w.model.seq_len / self.iteration_time_s,
+            "tokens_per_s": self.tokens_per_s,
             "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
             "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
             "per_layer_ms_by_kind": per_kind_ms(lt),

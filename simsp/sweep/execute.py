@@ -31,8 +31,7 @@ def event_result(w: Workload, hw: HardwareSpec):
 
 def tokens_per_s(result) -> float:
     """Training throughput of a Result: the global batch's tokens over the iteration time."""
-    w = result.workload
-    return w.training.global_batch * w.model.seq_len / result.iteration_time_s
+    return result.tokens_per_s
 
 
 def evaluate_event(task: tuple) -> dict:
