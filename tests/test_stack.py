@@ -146,3 +146,24 @@ def test_a_chunked_layers_attention_flops_follow_its_chunks():
     assert att.flops == 2 * 4 * 128 * 32 * pairs
     with pytest.raises(InputError, match="attention_chunk"):
         _workload(attention_chunk=4096, sliding_window=1024)
+
+
+def test_run_reports_each_kind_of_layer_it_stacks():
+    """DeepSeek-V3's three dense layers and 58 expert layers each get their own per-layer time
+    in run --json's layer_kinds (the model's own per_layer_ms is the expert layer), and the text
+    report prints them; a stack of one kind has one entry and no line."""
+    from simsp.api import load_hardware, load_workload, run
+    from simsp.present.report import result_json, run_summary
+
+    hw = load_hardware("hardware/dgx-h100.yaml")
+    r = run(load_workload("workloads/deepseek-v3.yaml"), hw)
+    kinds = result_json(r)["layer_kinds"]
+    assert [(k["first_layer"], k["layers"], bool(k["experts"])) for k in kinds] == [
+        (0, 3, False),
+        (3, 58, True),
+    ]
+    assert kinds[1]["forward_ms"] == r.to_dict()["per_layer_ms"]["forward"]
+    assert kinds[0]["backward_ms"] < kinds[1]["backward_ms"]
+    assert "by layer kind: 3 dense from layer 0" in run_summary(r)
+    dense = run(load_workload("workloads/llama-3.1-8b.yaml"), hw)
+    assert len(result_json(dense)["layer_kinds"]) == 1 and "by layer kind" not in run_summary(dense)

@@ -208,6 +208,7 @@ def run_summary(r: Result) -> str:
         f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
         "  by kind (ms): "
         + ", ".join(f"{k} {v:.2f}" for k, v in d["per_layer_ms_by_kind"].items() if v >= 5e-3),
+        *_kind_lines(d["layer_kinds"]),
         f"stage 0: compute {br['compute_s']:.3f} s, {layer_comm} comm {br['tp_comm_s']:.3f} s, "
         + (f"EP comm {br['ep_comm_s']:.3f} s, " if "ep_comm_s" in br else "")
         + f"PP comm {br['pp_comm_s']:.3f} s, {dp_comm_label(r.workload)} {br['dp_comm_s']:.3f} s, "
@@ -224,6 +225,28 @@ def run_summary(r: Result) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def _kind_lines(kinds: list[dict]) -> list[str]:
+    """A line for the stack's layer kinds where they differ (dense and expert layers, local and
+    global attention); none for a stack of one kind."""
+    if len(kinds) < 2:
+        return []
+
+    def name(k: dict) -> str:
+        parts = ["experts" if k["experts"] else "dense"]
+        if k["window"]:
+            parts.append(f"window {k['window']:,}")
+        return " ".join(parts)
+
+    return [
+        "  by layer kind: "
+        + "; ".join(
+            f"{k['layers']} {name(k)} from layer {k['first_layer']}: forward "
+            f"{k['forward_ms']:.2f} ms, backward {k['backward_ms']:.2f} ms"
+            for k in kinds
+        )
+    ]
 
 
 def _seconds(s: float) -> str:

@@ -4,6 +4,7 @@ names (MFU, HFU, the per-stage breakdown, where GEMM rates came from)."""
 
 from dataclasses import dataclass
 
+from simsp.model import stack
 from simsp.model.flops import (
     HARDWARE_FLOPS_FORMULA,
     MODEL_FLOPS_FORMULA,
@@ -62,6 +63,25 @@ class Result:
         """Model FLOPs of the iteration (flops.MODEL_FLOPS_FORMULA)."""
         w = self.workload
         return model_flops(w.model, w.training.global_batch, w.parallel.tp)
+
+    def layer_kinds(self) -> list[dict]:
+        """Each kind of layer the model stacks (model/stack.py: dense or with experts, local or
+        global attention), in order of first use: how many layers, the first's index, and one
+        layer's forward and backward (recompute included) for one microbatch, ms."""
+        kinds: dict = {}
+        for i, k in enumerate(stack.kinds(self.workload.model)):
+            if k not in kinds:
+                lt = self.plan.layer_at(i)
+                kinds[k] = {
+                    "first_layer": i,
+                    "layers": 0,
+                    "experts": k.experts,
+                    "window": k.sliding_window or k.attention_chunk,
+                    "forward_ms": lt.forward_s * 1e3,
+                    "backward_ms": lt.backward_s * 1e3,
+                }
+            kinds[k]["layers"] += 1
+        return list(kinds.values())
 
     @property
     def tokens_per_s(self) -> float:
@@ -176,6 +196,7 @@ class Result:
             "bubble_fraction": br["bubble_s"] / self.iteration_time_s,
             "per_layer_ms": {"forward": lt.forward_s * 1e3, "backward": lt.backward_s * 1e3},
             "per_layer_ms_by_kind": per_kind_ms(lt),
+            "layer_kinds": self.layer_kinds(),
             "memory": self.memory.to_dict(),
             "breakdown": br,
             "gemm_sources": gemm_sources(lt),
