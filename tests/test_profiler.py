@@ -575,6 +575,8 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
     hw = load_hardware(tmp_path / "hardware" / "t.yaml")
     folder = tmp_path / "hardware" / "calibration" / "t"
     assert Path(hw.calibration.gemm) == (folder / "gemm.csv").resolve()
+    # the MoE workload's routed experts: grouped GEMMs timed, written and wired in
+    assert Path(hw.calibration.grouped_gemm) == (folder / "grouped_gemm.csv").resolve()
     assert (
         hw.calibration.host_forward_us
         == yaml.safe_load((folder / "host.yaml").read_text())["host_forward_us"]
@@ -607,6 +609,10 @@ def test_capture_device_script_writes_a_loading_hardware_file(tmp_path, tiny, ba
     } <= names
 
 
+TINY_MOE = ROOT / "tests" / "data" / "tiny-moe.yaml"
+"""A mixture of experts small enough to time on a CPU: 8 experts of 128, top-2, ep 2."""
+
+
 def capture_command(workload, root) -> list[str]:
     """capture_device.py on the CPU, quickly: one repeat, a small Adam, no grid."""
     script = ROOT / "hardware" / "calibration" / "capture_device.py"
@@ -630,6 +636,8 @@ def capture_command(workload, root) -> list[str]:
         "t",
         "--root",
         str(root),
+        "--moe-workload",
+        str(TINY_MOE),
     ]
 
 

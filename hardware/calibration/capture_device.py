@@ -38,6 +38,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+MOE_WORKLOAD = "workloads/qwen3-30b-a3b.yaml"
+"""Whose routed experts' grouped GEMMs are timed beside the dense shapes."""
 PAPER_WORKLOADS = ("workloads/gpt-22b.yaml", "workloads/gpt3-175b.yaml", "workloads/mt-nlg-530b.yaml",
                    "workloads/gpt-1t.yaml")
 
@@ -48,6 +50,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workload", action="append",
                    help="workload whose GEMMs to time (repeatable; default the paper's four)")
     p.add_argument("--device", help="cuda (default when there is a GPU) or cpu")
+    p.add_argument("--moe-workload", default=MOE_WORKLOAD,
+                   help=f"workload whose routed experts' grouped GEMMs to time (default {MOE_WORKLOAD}; "
+                        "'none' skips them)")
     p.add_argument("--no-grid", action="store_true",
                    help="time only the workloads' shapes (no attention table when none uses flash)")
     p.add_argument("--repeats", type=int, help="timed calls per GEMM shape (profile gemm's default)")
@@ -103,6 +108,9 @@ def main(argv=None) -> None:
     run = Recorder()
     gemm = [workloads[0], *(x for w in workloads[1:] for x in ("--add-workload", w)), "--device", device,
             "--out", arg(folder / "gemm.csv")]
+    # a mixture of experts' routed experts too: their grouped GEMMs go to grouped_gemm.csv
+    if args.moe_workload != "none":
+        gemm += ["--add-workload", arg(ROOT / args.moe_workload), "--grouped-out", arg(folder / "grouped_gemm.csv")]
     gemm += [] if args.no_grid else ["--grid"]
     gemm += ["--repeats", str(args.repeats)] if args.repeats else []
     run.simsp("profile", "gemm", *gemm)
@@ -127,6 +135,7 @@ def main(argv=None) -> None:
         logs = sorted(arg(p) for p in (folder / "nvlink").glob("*.log"))
     calibrate = ["--hardware", arg(args.base), "--gemm", arg(folder / "gemm.csv"),
                  *(["--attention", arg(folder / "attention.csv")] if attention else []), "--host", arg(folder / "host.yaml"),
+                 *(["--grouped-gemm", arg(folder / "grouped_gemm.csv")] if (folder / "grouped_gemm.csv").exists() else []),
                  "--optimizer", arg(folder / "adam.yaml"), "--memory", arg(folder / "memory.yaml"),
                  "--name", slug, "--out", arg(out)]
     # the before/after prediction runs the simulation, which needs simpy: a bare GPU image may lack it

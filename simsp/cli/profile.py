@@ -13,6 +13,7 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.tables import read_nccl_log
+from simsp.textfile import check_output
 
 
 def command_line(args) -> str:
@@ -43,10 +44,15 @@ def command_line(args) -> str:
 
 def cmd_profile_gemm(args) -> None:
     """`simsp profile gemm`: time the workload's GEMMs (and a grid) and write a GemmTable CSV."""
-    from simsp.measure.profiler import gemm, shapes
+    from simsp.measure.profiler import gemm, grouped_gemm, shapes
 
     s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
     runs = _runs(args)
+    grouped = [g for run in runs for g in grouped_gemm.grouped_shapes(run)]
+    grouped = list(dict.fromkeys(grouped))  # first of each, in order
+    grouped_out = Path(args.grouped_out or Path(args.out).with_name("grouped_gemm.csv"))
+    if grouped:
+        check_output(grouped_out, (".csv",), inputs=(args.out,))
     todo = shapes.unique([sh for run in runs for sh in shapes.workload_shapes(run)])
     n_workload = len(todo)
     grid = shapes.GRID_GPU if s.device.startswith("cuda") else shapes.GRID_CPU
@@ -73,6 +79,16 @@ def cmd_profile_gemm(args) -> None:
         for sh in skipped
     ]
     table = gemm.write_table(points, s, out, command_line(args), extra)
+    grouped_points, grouped_skipped = grouped_gemm.measure(grouped, s) if grouped else ((), [])
+    if grouped_points:
+        grouped_gemm.write_table(
+            grouped_points,
+            s,
+            grouped_out,
+            command_line(args),
+            [_workload_line(run) for run in runs]
+            + [f"skipped (out of memory): {x}" for x in grouped_skipped],
+        )
     rates = [pt.tflops for pt in table.points]
     summary = {
         "out": str(out),
@@ -83,6 +99,8 @@ def cmd_profile_gemm(args) -> None:
         "dtype": s.dtype,
         "min_tflops": min(rates),
         "max_tflops": max(rates),
+        "grouped_out": str(grouped_out) if grouped_points else None,
+        "grouped_shapes": len(grouped_points),
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -96,6 +114,11 @@ def cmd_profile_gemm(args) -> None:
                 else ""
             )
         )
+        if grouped_points:
+            print(
+                f"wrote {grouped_out}: {len(grouped_points)} grouped GEMM shapes x stages of the "
+                "routed experts (set calibration.grouped_gemm to it)"
+            )
 
 
 def cmd_profile_attention(args) -> None:
@@ -283,6 +306,7 @@ def cmd_calibrate(args) -> None:
         args.host,
         args.optimizer,
         attention=args.attention,
+        grouped_gemm=args.grouped_gemm,
         **memory_request(args.memory, args.hardware),
     )
     w = load_workload(args.workload) if args.workload else None  # bad workload: fail before writing

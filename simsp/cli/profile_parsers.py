@@ -72,6 +72,15 @@ def _gemm(what) -> None:
         "--grid", action="store_true", help="also a log-spaced grid of m, n, k (factor 4)"
     )
     g.add_argument(
+        "--grouped-out",
+        metavar="CSV",
+        help=(
+            "where a mixture of experts' grouped GEMMs go, the CSV calibration.grouped_gemm "
+            "reads (default grouped_gemm.csv beside --out; written only for workloads with "
+            "experts)"
+        ),
+    )
+    g.add_argument(
         "--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on a GPU, fp32 on the CPU"
     )
     g.add_argument(
@@ -209,6 +218,11 @@ def _calibrate(sub) -> None:
     )
     k.add_argument(
         "--attention", metavar="CSV", help="FlashAttention throughput CSV (simsp profile attention)"
+    )
+    k.add_argument(
+        "--grouped-gemm",
+        metavar="CSV",
+        help="grouped-GEMM CSV of routed experts (simsp profile gemm of a workload with experts)",
     )
     k.add_argument(
         "--nvlink",

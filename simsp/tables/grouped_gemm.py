@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from simsp.errors import InputError
 from simsp.tables.gemm import LAYOUTS
-from simsp.textfile import read_text
+from simsp.textfile import read_text, write_text
 
 _COLUMNS = ("groups", "m", "n", "k", "layout", "tflops")
 
@@ -68,3 +68,11 @@ def read_grouped_gemm_table(path) -> GroupedGemmTable:
     if not {p.layout for p in points} >= set(LAYOUTS):
         raise InputError(path, "rows", len(points), "must measure every stage (TN, NN, NT)")
     return GroupedGemmTable(tuple(points))
+
+
+def write_grouped_gemm_table(points, path, comments: list[str]) -> None:
+    """Write grouped-GEMM points as the CSV read_grouped_gemm_table reads: `comments` as '# '
+    lines, then the rows (3 decimals of TFLOP/s)."""
+    lines = [f"# {c}".rstrip() for c in comments] + [",".join(_COLUMNS)]
+    lines += [f"{p.groups},{p.m},{p.n},{p.k},{p.layout},{p.tflops:.3f}" for p in points]
+    write_text(path, "\n".join(lines) + "\n")  # whole, or an existing file kept

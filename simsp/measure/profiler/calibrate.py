@@ -31,6 +31,7 @@ from simsp.measure.profiler.yaml_lines import (
 )
 from simsp.spec.hardware import CalibrationSpec
 from simsp.tables import read_attention_table, read_gemm_table, read_nccl_log
+from simsp.tables.grouped_gemm import read_grouped_gemm_table
 from simsp.textfile import read_text
 
 
@@ -112,6 +113,9 @@ class Request:
     attention: str | None = None
     """A FlashAttention throughput CSV (`simsp profile attention`) ->
     `calibration.flash_attention`."""
+    grouped_gemm: str | None = None
+    """A grouped-GEMM CSV (`simsp profile gemm` of a workload with experts) ->
+    `calibration.grouped_gemm`."""
     memory_bound: tuple[tuple[str, object], ...] = ()
     """`memory_bound:` keys to set, with their values (`simsp calibrate --trace`)."""
     notes: tuple[str, ...] = ()
@@ -173,6 +177,8 @@ def _place_and_write(req: Request, base: Path, out: Path, data: dict, cal: dict,
         cal.pop("gemm_model", None)
     elif req.gemm_model:
         cal["gemm_model"] = placer.place(req.gemm_model, "")
+    if req.grouped_gemm:
+        cal["grouped_gemm"] = placer.place(req.grouped_gemm, "")
     if req.attention:
         cal["flash_attention"] = placer.place(req.attention, "")
         # the new table's rows are what this machine's framework ran: no kernel to pick
@@ -220,6 +226,8 @@ def _check_inputs(req: Request) -> None:
             read_gemm_table(table)
     if req.attention:
         read_attention_table(req.attention)
+    if req.grouped_gemm:
+        read_grouped_gemm_table(req.grouped_gemm)
     for f in (*req.nvlink, *req.infiniband):
         read_nccl_log(f)
 
