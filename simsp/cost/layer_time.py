@@ -311,26 +311,75 @@ def _beside_other_microbatch(
     """A mixture of experts' all-to-alls under EP overlap (Megatron-Core
     --overlap-moe-expert-parallel-comm with --delay-wgrad-compute, combined_1f1b.py): in the
     steady state the forward of one microbatch runs layer by layer beside the backward of
-    another, each one's dispatch and combine hidden behind the other's compute. The layer's
-    forward and backward together then take their compute, slowed by the SMs the all-to-alls
-    hold (shared_sms_s), or the all-to-alls where those outlast it; the excess shows as one
-    entry at the end of the backward. Warm-up and cool-down, where no pair exists, are priced
-    as paired too."""
+    another, on a compute and a communication stream, in the order of
+    fine_grained_schedule.schedule_layer_1f1b: compute B.post_combine, F.attn, B.mlp, F.mlp,
+    B.attn, F.post_combine; communication B.combine, F.dispatch, B.dispatch, F.combine; each
+    waiting for what it reads (`_paired_layer_s`). The pair takes that schedule's span, its
+    compute slowed by the SMs the all-to-alls hold while both streams run; what it adds to the
+    layer's compute shows as one entry at the end of the backward. Warm-up and cool-down, where
+    no pair exists, are priced as paired too."""
     ep = [e for e in forward + backward if e.kind == "ep_comm"]
     if not ep:
         return forward, backward
     comm_s = sum(e.busy_s for e in ep)
-    compute_s = sum(e.seconds for e in forward + backward if e.stream == "compute")
+    compute_s = sum(e.seconds for e in forward + backward if e.kind != "ep_comm")
+    span = _paired_layer_s(forward, backward)
+    if span is None:  # not the dispatch / combine pattern: every all-to-all beside all compute
+        span = max(shared_sms_s(compute_s, comm_s, sm_share), comm_s)
+    else:
+        span += sm_share * max(0.0, compute_s + comm_s - span)
 
     def hidden(entries):
         return [dataclasses.replace(e, seconds=0.0) if e.kind == "ep_comm" else e for e in entries]
 
-    extra = max(shared_sms_s(compute_s, comm_s, sm_share), comm_s) - compute_s
+    extra = span - compute_s
     phase = backward[-1].phase if backward else "backward"
     wait = Entry(
         "all-to-alls beside the other microbatch", phase, "ep_comm", "comm", extra, extra, "nccl"
     )
     return hidden(forward), hidden(backward) + ([wait] if extra > 0 else [])
+
+
+def _runs(entries: list[Entry]) -> list[float]:
+    """The entries as alternating runs of computation (every entry but the all-to-alls, as
+    long as it holds the compute stream) and of expert-parallel communication (as long as it
+    runs), computation first."""
+    runs = [0.0]
+    for e in entries:
+        comm = e.kind == "ep_comm"
+        if comm != (len(runs) % 2 == 0):
+            runs.append(0.0)
+        runs[-1] += e.busy_s if comm else e.seconds
+    return runs
+
+
+def _paired_layer_s(forward: list[Entry], backward: list[Entry]) -> float | None:
+    """The span of one layer's forward beside another microbatch's backward of the same layer,
+    in schedule_layer_1f1b's order on two streams (Megatron-Core
+    models/common/model_chunk_schedule_plan.py): forward = attn | dispatch | mlp | combine |
+    post_combine, backward = post_combine | combine | mlp | dispatch | attn, alternating
+    computation and all-to-alls. None for another pattern."""
+    f, b = _runs(forward), _runs(backward)
+    if len(f) != 5 or len(b) != 5:
+        return None
+    fa, fd, fm, fc, fp = f
+    bp, bc, bm, bd, ba = b
+    compute = bp + fa
+    fa_end = compute
+    comm = bp + bc  # B.combine after B.post_combine
+    bc_end = comm
+    comm = max(comm, fa_end) + fd  # F.dispatch after F.attn
+    fd_end = comm
+    compute = max(compute, bc_end) + bm  # B.mlp after B.combine
+    bm_end = compute
+    compute = max(compute, fd_end) + fm  # F.mlp after F.dispatch
+    fm_end = compute
+    comm = max(comm, bm_end) + bd  # B.dispatch after B.mlp
+    bd_end = comm
+    comm = max(comm, fm_end) + fc  # F.combine after F.mlp
+    compute = max(compute, bd_end) + ba  # B.attn after B.dispatch
+    compute = max(compute, comm) + fp  # F.post_combine after F.combine
+    return compute
 
 
 def _neighbours(ops: tuple[Op, ...], i: int) -> tuple[Op | None, Op | None]:
