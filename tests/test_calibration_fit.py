@@ -399,3 +399,22 @@ def test_a_runs_file_is_bounded_in_line_length_and_rows(tmp_path, monkeypatch):
     )
     with pytest.raises(InputError, match="at most 3 runs"):
         read_runs(many)
+
+
+def test_a_workload_outside_the_runs_files_folder_needs_a_flag(tmp_path):
+    """A runs file from someone else may not make simsp read a file of its choosing: a workload
+    cell outside the CSV's folder tree (absolute, or climbing out with ..) is refused, naming the
+    row and the flag; --allow-outside reads it."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "csv").mkdir()
+    base = tmp_path / "outside" / "base.yaml"
+    base.write_text(
+        "name: b\nmodel: {layers: 8, hidden: 2048, heads: 16, seq_len: 1024, vocab: 32000}\n"
+        "training: {global_batch: 32, micro_batch: 1}\nparallel: {tp: 2, pp: 1, dp: 8}\n"
+    )
+    for cell in (str(base), "../outside/base.yaml"):
+        runs = tmp_path / "csv" / "runs.csv"
+        runs.write_text(f"name,workload,iteration_s\na,{cell},1.5\n")
+        with pytest.raises(InputError, match="outside the runs file's folder.*--allow-outside"):
+            read_runs(runs)
+        assert read_runs(runs, allow_outside=True)[0].measured_s == 1.5

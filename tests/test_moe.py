@@ -592,10 +592,10 @@ def test_ep_overlap_pairs_the_passes_as_megatron_schedules_them():
     from simsp.cost.layer_time import _paired_layer_s
 
     def entries(runs, phase):
-        kinds = ["gemm", "ep_comm"] * 3
+        kinds = (["gemm", "ep_comm"] * 3)[: len(runs)]
         return [
             Entry(f"{phase} {i}", phase, kind, "comm" if kind == "ep_comm" else "compute", t, t, "")
-            for i, (kind, t) in enumerate(zip(kinds, runs))
+            for i, (kind, t) in enumerate(zip(kinds, runs, strict=True))
         ]
 
     f = entries([1, 2, 1, 2, 0], "forward")

@@ -267,6 +267,11 @@ def _calibrate(sub) -> None:
     )
     k.add_argument("--folds", type=int, default=5, help="cross-validation folds for --runs (5)")
     k.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="let --runs name workload files outside its own folder tree",
+    )
+    k.add_argument(
         "--fit",
         metavar="NAMES",
         help="comma-separated parameters for --runs (default: all of host_forward_us, "

@@ -77,13 +77,16 @@ MAX_RUNS = 10_000
 would take months."""
 
 
-def read_runs(path) -> tuple[MeasuredRun, ...]:
-    """Every run of a runs file, checked, in file order."""
+def read_runs(path, allow_outside: bool = False) -> tuple[MeasuredRun, ...]:
+    """Every run of a runs file, checked, in file order. A `workload` cell naming a file outside
+    the CSV's folder tree (an absolute path elsewhere, or one that climbs out with ..) is
+    refused unless `allow_outside` (`calibrate --allow-outside`): a runs file from someone else
+    must not make simsp read files of the user's choosing."""
     header, rows = _split(path)
     if not rows:
         raise InputError(path, "rows", 0, "holds no run: a header and at least one row")
     folder = Path(path).resolve().parent
-    return tuple(_run(path, folder, r) for r in rows)
+    return tuple(_run(path, folder, r, allow_outside) for r in rows)
 
 
 def _split(path) -> tuple[tuple[str, ...], list[_Row]]:
@@ -146,7 +149,7 @@ def _header(path, line_no: int, names: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _run(path, folder: Path, r: _Row) -> MeasuredRun:
+def _run(path, folder: Path, r: _Row, allow_outside: bool = False) -> MeasuredRun:
     where = r.where(path)
     measured = _measured_s(where, r.cells.get(MEASURED))
     sections: dict[str, dict] = {"model": {}, "training": {}, "parallel": {}}
@@ -157,7 +160,7 @@ def _run(path, folder: Path, r: _Row) -> MeasuredRun:
     name = r.cells.get(NAME, f"row {r.row}")
     given = r.cells.get(WORKLOAD)
     w = (
-        _from_file(where, folder, given, sections, r.cells)
+        _from_file(where, folder, given, sections, r.cells, allow_outside)
         if given
         else _inline(where, name, sections, r.cells)
     )
@@ -209,11 +212,20 @@ def _column(key, cells: dict) -> str | None:
     )
 
 
-def _from_file(where: str, folder: Path, given: str, sections: dict, cells: dict) -> Workload:
+def _from_file(
+    where: str, folder: Path, given: str, sections: dict, cells: dict, allow_outside: bool = False
+) -> Workload:
     """The row's workload YAML with the row's keys over its own."""
     from simsp.io.config import load_workload
 
     path = Path(given) if Path(given).is_absolute() else folder / given
+    if not allow_outside and not path.resolve().is_relative_to(folder):
+        raise InputError(
+            where,
+            WORKLOAD,
+            given,
+            f"is outside the runs file's folder {folder}; pass --allow-outside to read it",
+        )
     if not path.is_file():
         raise InputError(where, WORKLOAD, given, f"no such workload file ({path})")
     try:
