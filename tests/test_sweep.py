@@ -15,6 +15,7 @@ import yaml
 
 from simsp import sweep
 from simsp.cli.main import main as cli_main
+from simsp.errors import InputError
 from simsp.spec.rules import validate
 from tests.extras import needs
 
@@ -168,6 +169,22 @@ def test_spec_paths_resolve_next_to_the_spec(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path.parent)  # neither path is relative to here
     spec = sweep.load_spec(SPEC_175B)
     assert spec.workload.name == "gpt3-175b" and spec.hardware[0].name == "dgx-a100-80gb"
+
+
+def test_a_spec_may_not_reach_outside_its_trees_without_a_flag(tmp_path, monkeypatch):
+    """A spec names files next to (or below) itself, under the working directory, or among
+    simsp's shipped workloads and hardware; anything else needs --allow-outside."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "specs").mkdir()
+    other = tmp_path / "elsewhere" / "w.yaml"
+    other.write_text((ROOT / "workloads" / "gpt3-175b.yaml").read_text())
+    spec = write_spec(tmp_path / "specs", {"tp": [8]}, workload=str(other))
+    monkeypatch.chdir(tmp_path / "specs")
+    with pytest.raises(InputError, match="outside the spec's folder.*--allow-outside"):
+        sweep.load_spec(spec)
+    assert sweep.load_spec(spec, allow_outside=True).workload.name == "gpt3-175b"
+    assert cli_main(["sweep", str(spec), "--jobs", "1"]) == 2
 
 
 # ---------------------------------------------------------------------------- rows and files

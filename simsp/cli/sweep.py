@@ -34,7 +34,7 @@ def cmd_sweep(args) -> None:
         raise InputError(
             "--executor", "executor", args.executor, "must be local or dask://HOST:PORT"
         )
-    spec = load_spec(args.spec, args.hardware_set)
+    spec = load_spec(args.spec, args.hardware_set, args.allow_outside)
     outcome = run_sweep(
         spec,
         args.out,
@@ -107,6 +107,11 @@ def register(sub) -> None:
         help=f"share kept by --screen (default {DEFAULT_KEEP}, or the spec's keep)",
     )
     p.add_argument("--pareto", metavar="OUT.html", help="time vs peak memory figure")
+    p.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="let the spec name files outside its folder and the working directory",
+    )
     p.add_argument(
         "--max-grid",
         type=int,

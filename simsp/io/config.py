@@ -300,6 +300,15 @@ def load_hardware(path=None, sets=()) -> HardwareSpec:
     return hw
 
 
+def inside_trees(path, *folders) -> bool:
+    """Whether `path` lies in one of `folders` (each with everything below it) or in simsp's own
+    shipped workloads/ and hardware/: where a file another file names may be read without the
+    user saying so (a spec or runs file from someone else must not reach the rest of the disk)."""
+    found = Path(path).resolve()
+    trees = (*folders, REPO_ROOT / "workloads", REPO_ROOT / "hardware")
+    return any(found.is_relative_to(Path(t).resolve()) for t in trees)
+
+
 def library_path(given) -> Path:
     """A hardware path as given, or, for a bare name with no such file, the library's file of
     that name (in ./hardware, else in the source checkout)."""

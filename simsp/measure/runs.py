@@ -219,12 +219,15 @@ def _from_file(
     from simsp.io.config import load_workload
 
     path = Path(given) if Path(given).is_absolute() else folder / given
-    if not allow_outside and not path.resolve().is_relative_to(folder):
+    from simsp.io.config import inside_trees
+
+    if not allow_outside and path.exists() and not inside_trees(path, folder):
         raise InputError(
             where,
             WORKLOAD,
             given,
-            f"is outside the runs file's folder {folder}; pass --allow-outside to read it",
+            f"is outside the runs file's folder {folder} and simsp's own workloads; pass "
+            "--allow-outside to read it",
         )
     if not path.is_file():
         raise InputError(where, WORKLOAD, given, f"no such workload file ({path})")

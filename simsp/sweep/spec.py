@@ -69,27 +69,38 @@ def check_keep(file, key: str, keep) -> None:
         raise InputError(file, key, keep, "must be a fraction in (0, 1]")
 
 
-def resolve(spec_path: Path, key: str, value) -> Path:
-    """A path from a spec: as given (relative to the working directory), else next to the spec."""
+def resolve(spec_path: Path, key: str, value, allow_outside: bool = False) -> Path:
+    """A path from a spec: as given (relative to the working directory), else next to the spec;
+    one outside both folder trees (and simsp's shipped workloads and hardware) only with
+    `allow_outside` (`sweep --allow-outside`: a spec from someone else must not make simsp read
+    files of its choosing)."""
     if not isinstance(value, str) or not value:
         raise InputError(spec_path, key, value, "must be a path (a non-empty string)")
     for candidate in (Path(value), spec_path.parent / value):
         if candidate.exists():
+            from simsp.io.config import inside_trees
+
+            if not allow_outside and not inside_trees(candidate, Path.cwd(), spec_path.parent):
+                raise InputError(
+                    spec_path,
+                    key,
+                    value,
+                    "is outside the spec's folder, the working directory and simsp's own "
+                    "workloads; pass --allow-outside to read it",
+                )
             return candidate
     raise InputError(spec_path, key, value, f"no such file (looked in . and {spec_path.parent})")
 
 
-def _hardware_path(spec_path: Path, value) -> Path:
+def _hardware_path(spec_path: Path, value, allow_outside: bool = False) -> Path:
     """A hardware entry of a spec: a path (as resolve finds it), or a library name (`dgx-h100`)
     as --hardware takes it."""
     from simsp.io.config import library_path
 
-    try:
-        return resolve(spec_path, "hardware", value)
-    except InputError:
-        if isinstance(value, str) and value and library_path(value).is_file():
+    if isinstance(value, str) and value and "/" not in value and library_path(value).is_file():
+        if not (Path(value).exists() or (spec_path.parent / value).exists()):
             return library_path(value)
-        raise
+    return resolve(spec_path, "hardware", value, allow_outside)
 
 
 def _grid_value(file, key: str, v):
@@ -142,9 +153,10 @@ def check_grid_size(spec: "SweepSpec", limit: int) -> None:
         )
 
 
-def load_spec(path, sets=()) -> SweepSpec:
+def load_spec(path, sets=(), allow_outside: bool = False) -> SweepSpec:
     """Read and check a sweep spec; InputError names the file, key, value and rule. `sets`
-    (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec."""
+    (`--set SECTION.KEY=VALUE`) apply to every hardware file of the spec; `allow_outside` lets
+    its paths leave its folder and the working directory."""
     from simsp.io.config import (
         check_name,
         load_hardware,
@@ -161,16 +173,17 @@ def load_spec(path, sets=()) -> SweepSpec:
             raise InputError(path, key, data[key], f"unknown key; known: {', '.join(SPEC_KEYS)}")
     if "workload" not in data:
         raise InputError(path, "workload", None, "is required")
-    workload = load_workload(resolve(path, "workload", data["workload"]))  # checked first
+    workload_path = resolve(path, "workload", data["workload"], allow_outside)
+    workload = load_workload(workload_path)  # checked first
     if "name" in data:
         check_name(path, data["name"])
-    workload_path = resolve(path, "workload", data["workload"])
     hw_paths = data.get("hardware", workload_hardware(workload_path))
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
     if not hw_paths:
         raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
     hardware = tuple(
-        load_hardware(_hardware_path(path, p) if p is not None else None, sets) for p in hw_paths
+        load_hardware(_hardware_path(path, p, allow_outside) if p is not None else None, sets)
+        for p in hw_paths
     )
     names = [h.label for h in hardware]
     if len(set(names)) != len(names):
