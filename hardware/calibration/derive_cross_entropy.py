@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from simsp.model.blocks.loss import CROSS_ENTROPY  # noqa: E402
 
-SIMUMAX_SYSTEM = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
+SIMUMAX_SYSTEM = (
+    REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
+)
 GIB = 2**30
 """SimuMax's gbps are GiB/s (efficiency_from_bytes_time: gbps * 1024**3)."""
 CE_CASES = (102400, 129280, 128256, 64128, 32128, 16128, 128512)
@@ -47,14 +49,19 @@ def simumax_bytes(key: str, vocab: int) -> int:
     return fwd + bwd
 
 
+def simumax_seconds(entry: dict, total_bytes: int, launches_s: float) -> float:
+    """The time SimuMax measured, recovered from one of its bandwidth entries: the bytes it
+    counted over its fraction of its GiB/s, plus the launch time it had set apart."""
+    return total_bytes / (entry["gbps"] * GIB * entry["efficient_factor"]) + launches_s
+
+
 def cross_entropy_gbps(path: Path = SIMUMAX_SYSTEM) -> dict[str, float]:
     """{implementation: GB/s of loss.py's bytes, launches included} on SimuMax's B200."""
     bandwidth = json.loads(path.read_text())["accelerator"]["bandwidth"]
     out = {}
     for name, key in SIMUMAX_KEY.items():
-        b = bandwidth[key]
         total = sum(simumax_bytes(key, v) for v in CE_CASES)
-        seconds = total / (b["gbps"] * GIB * b["efficient_factor"]) + LAUNCH_S * len(CE_CASES)
+        seconds = simumax_seconds(bandwidth[key], total, LAUNCH_S * len(CE_CASES))
         ce = CROSS_ENTROPY[name]
         simsp = sum(TOKENS * v for v in CE_CASES) * (ce.forward_bytes + ce.backward_bytes)
         out[name] = round(simsp / seconds / 1e9, 1)

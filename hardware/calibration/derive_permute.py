@@ -23,10 +23,9 @@ import math
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SIMUMAX_SYSTEM = REPO / "hardware" / "calibration" / "dgx-b200" / "sources" / "simumax_b200_bf16_ceperm.json"
-GIB = 2**30
-"""SimuMax's gbps are GiB/s (efficiency_from_bytes_time: gbps * 1024**3)."""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from derive_cross_entropy import SIMUMAX_SYSTEM, simumax_seconds  # noqa: E402
+
 CASES = ((4096, 5120, 160, 6), (4096, 7168, 256, 8))
 """(tokens, hidden, experts, top-k) of test_ce_permute_efficiency.py's `permute_cases`."""
 LAUNCH_S = 4 * 30e-6
@@ -60,9 +59,8 @@ def permute_gbps(path: Path = SIMUMAX_SYSTEM) -> dict[str, float]:
     bandwidth = json.loads(path.read_text())["accelerator"]["bandwidth"]
     out = {}
     for direction in ("fwd", "bwd"):
-        b = bandwidth[f"permute_{direction}"]
         total = sum(simumax_bytes(c) for c in CASES)
-        seconds = total / (b["gbps"] * GIB * b["efficient_factor"]) + LAUNCH_S * len(CASES)
+        seconds = simumax_seconds(bandwidth[f"permute_{direction}"], total, LAUNCH_S * len(CASES))
         simsp = sum(simsp_bytes(c, direction == "bwd") for c in CASES)
         out[direction] = round(simsp / seconds / 1e9, 1)
     return out

@@ -115,29 +115,45 @@ def _time_cuda(torch, fn, s: Settings) -> float:
     return statistics.median(start.elapsed_time(end) for start, end in pairs) / 1e3
 
 
-def measure(
-    shapes: list[Shape], s: Settings, progress: bool = True
-) -> tuple[tuple[GemmPoint, ...], list[Shape]]:
-    """(one GemmPoint per shape that ran, in order; the shapes skipped for lack of GPU memory)."""
+def each_on_device(items: list, s: Settings, title: str, step, describe=None) -> tuple[list, list]:
+    """step(torch, item) for every item on s.device, without autograd, a progress line each
+    where `describe` names them: (the results in order, the items skipped for lack of GPU
+    memory)."""
     torch = require_torch()
-    bar = Progress("simsp profile gemm", len(shapes)) if progress else None
-    points, skipped = [], []
+    bar = Progress(title, len(items)) if describe else None
+    results, skipped = [], []
     oom = getattr(torch.cuda, "OutOfMemoryError", ())
     with torch.no_grad():
         if s.device.startswith("cuda"):
             torch.cuda.set_device(torch.device(s.device))
-        for shape in shapes:
-            g = shape.gemm
+        for item in items:
             try:
-                seconds = time_call(torch, operands(torch, shape, s), s)
-                points.append(
-                    GemmPoint(g.m, g.n, g.k, g.batch, shape.layout, g.flops / seconds / 1e12)
-                )
+                results.append(step(torch, item))
             except oom:
-                skipped.append(shape)
+                skipped.append(item)
                 torch.cuda.empty_cache()
             if bar:
-                bar.step(f"{shape.name} {shape.layout} m={g.m} n={g.n} k={g.k} batch={g.batch}")
+                bar.step(describe(item))
+    return results, skipped
+
+
+def measure(
+    shapes: list[Shape], s: Settings, progress: bool = True
+) -> tuple[tuple[GemmPoint, ...], list[Shape]]:
+    """(one GemmPoint per shape that ran, in order; the shapes skipped for lack of GPU memory)."""
+
+    def step(torch, shape: Shape) -> GemmPoint:
+        g = shape.gemm
+        seconds = time_call(torch, operands(torch, shape, s), s)
+        return GemmPoint(g.m, g.n, g.k, g.batch, shape.layout, g.flops / seconds / 1e12)
+
+    def describe(shape: Shape) -> str:
+        g = shape.gemm
+        return f"{shape.name} {shape.layout} m={g.m} n={g.n} k={g.k} batch={g.batch}"
+
+    points, skipped = each_on_device(
+        shapes, s, "simsp profile gemm", step, describe if progress else None
+    )
     return tuple(points), skipped
 
 

@@ -11,8 +11,14 @@ grouped kernel can only be faster, most on small groups. The rate kept is 2 G m 
 the median time, as the CSV counts it.
 """
 
-from simsp.measure.profiler._torch import Progress, device_name, require_torch, today, versions
-from simsp.measure.profiler.gemm import _TORCH_DTYPES, CPU_SAMPLE_S, Settings, time_call
+from simsp.measure.profiler._torch import device_name, require_torch, today, versions
+from simsp.measure.profiler.gemm import (
+    _TORCH_DTYPES,
+    CPU_SAMPLE_S,
+    Settings,
+    each_on_device,
+    time_call,
+)
 from simsp.model.layer import build_layer
 from simsp.model.stack import counts
 from simsp.spec.workload import Workload
@@ -68,24 +74,19 @@ def measure(
     shapes: list[tuple[str, int, int, int, int]], s: Settings, progress: bool = True
 ) -> tuple[tuple[GroupedPoint, ...], list[tuple]]:
     """(a GroupedPoint per shape and stage that ran; those skipped for lack of GPU memory)."""
-    torch = require_torch()
+
+    def step(torch, item) -> GroupedPoint:
+        (_, groups, m, n, k), layout = item
+        seconds = time_call(torch, operands(torch, groups, m, n, k, layout, s), s)
+        return GroupedPoint(groups, m, n, k, layout, 2.0 * groups * m * n * k / seconds / 1e12)
+
+    def describe(item) -> str:
+        (name, groups, m, n, k), layout = item
+        return f"{name} {layout} groups={groups} m={m} n={n} k={k}"
+
     todo = [(shape, layout) for shape in shapes for layout in LAYOUTS]
-    bar = Progress("simsp profile gemm (grouped)", len(todo)) if progress else None
-    points, skipped = [], []
-    oom = getattr(torch.cuda, "OutOfMemoryError", ())
-    with torch.no_grad():
-        if s.device.startswith("cuda"):
-            torch.cuda.set_device(torch.device(s.device))
-        for (name, groups, m, n, k), layout in todo:
-            try:
-                seconds = time_call(torch, operands(torch, groups, m, n, k, layout, s), s)
-                flops = 2.0 * groups * m * n * k
-                points.append(GroupedPoint(groups, m, n, k, layout, flops / seconds / 1e12))
-            except oom:
-                skipped.append((name, groups, m, n, k, layout))
-                torch.cuda.empty_cache()
-            if bar:
-                bar.step(f"{name} {layout} groups={groups} m={m} n={n} k={k}")
+    title = "simsp profile gemm (grouped)"
+    points, skipped = each_on_device(todo, s, title, step, describe if progress else None)
     return tuple(points), skipped
 
 
