@@ -177,7 +177,8 @@ class Op:
     """gemm, attention_gemm, flash_attention, layernorm, rmsnorm, softmax, dropout, gelu, swiglu,
     squared_relu, rope, bias_dropout_add, residual_add, bias, copy, residual_grad (backward only),
     comm, amax (an FP8 scale's all-reduce, no linear layer's entry or exit), router (a mixture
-    of experts' score and top-k kernels) or permute (its token permutation)."""
+    of experts' score and top-k kernels), permute (its token permutation) or sort_chunks (the
+    alltoall dispatcher's reordering of the received rows by local expert)."""
     block: str
     """attention or mlp (a mixture of experts' block too)."""
     gemm: Gemm | None = None
