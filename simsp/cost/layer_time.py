@@ -358,7 +358,8 @@ def _paired_layer_s(forward: list[Entry], backward: list[Entry]) -> float | None
     in schedule_layer_1f1b's order on two streams (Megatron-Core
     models/common/model_chunk_schedule_plan.py): forward = attn | dispatch | mlp | combine |
     post_combine, backward = post_combine | combine | mlp | dispatch | attn, alternating
-    computation and all-to-alls. None for another pattern."""
+    computation and all-to-alls. The experts' weight gradients, which delay_wgrad_compute runs
+    beside B.dispatch, are counted in B.mlp (a little pessimistic). None for another pattern."""
     f, b = _runs(forward), _runs(backward)
     if len(f) != 5 or len(b) != 5:
         return None
