@@ -21,6 +21,7 @@ from simsp.cost.compute import FORWARD, Timed, attention_grad_shapes, gemm_grad_
 from simsp.cost.layer_entries import Entry, LayerTime
 from simsp.cost.overlap import (
     RS_SPLITS,
+    paired_1f1b_s,
     shared_sms_s,
     split_overlap_ag_s,
     split_overlap_rs_s,
@@ -354,33 +355,13 @@ def _runs(entries: list[Entry]) -> list[float]:
 
 
 def _paired_layer_s(forward: list[Entry], backward: list[Entry]) -> float | None:
-    """The span of one layer's forward beside another microbatch's backward of the same layer,
-    in schedule_layer_1f1b's order on two streams (Megatron-Core
-    models/common/model_chunk_schedule_plan.py): forward = attn | dispatch | mlp | combine |
-    post_combine, backward = post_combine | combine | mlp | dispatch | attn, alternating
-    computation and all-to-alls. The experts' weight gradients, which delay_wgrad_compute runs
-    beside B.dispatch, are counted in B.mlp (a little pessimistic). None for another pattern."""
+    """overlap.paired_1f1b_s of the layer's computation and all-to-all runs (forward attn |
+    dispatch | mlp | combine | post_combine, backward post_combine | combine | mlp | dispatch |
+    attn); None for another pattern."""
     f, b = _runs(forward), _runs(backward)
     if len(f) != 5 or len(b) != 5:
         return None
-    fa, fd, fm, fc, fp = f
-    bp, bc, bm, bd, ba = b
-    compute = bp + fa
-    fa_end = compute
-    comm = bp + bc  # B.combine after B.post_combine
-    bc_end = comm
-    comm = max(comm, fa_end) + fd  # F.dispatch after F.attn
-    fd_end = comm
-    compute = max(compute, bc_end) + bm  # B.mlp after B.combine
-    bm_end = compute
-    compute = max(compute, fd_end) + fm  # F.mlp after F.dispatch
-    fm_end = compute
-    comm = max(comm, bm_end) + bd  # B.dispatch after B.mlp
-    bd_end = comm
-    comm = max(comm, fm_end) + fc  # F.combine after F.mlp
-    compute = max(compute, bd_end) + ba  # B.attn after B.dispatch
-    compute = max(compute, comm) + fp  # F.post_combine after F.combine
-    return compute
+    return paired_1f1b_s(f, b)
 
 
 def _neighbours(ops: tuple[Op, ...], i: int) -> tuple[Op | None, Op | None]:

@@ -2,10 +2,11 @@
 together, and what of the collective is left exposed. Pure formulas; layer_time.py applies them
 to a layer's ops.
 
-Three mechanisms: a collective sharing the SMs with a GEMM (Megatron's async TP all-reduce and
+Four mechanisms: a collective sharing the SMs with a GEMM (Megatron's async TP all-reduce and
 SP re-gather, Transformer Engine's bulk overlap); a GEMM split into chunks with the transfers
-between them (TE userbuffers' ring exchange and pipelined reduce-scatter); and context
-parallelism's ring, whose steps each wait for the send beside the step before.
+between them (TE userbuffers' ring exchange and pipelined reduce-scatter); context
+parallelism's ring, whose steps each wait for the send beside the step before; and a mixture of
+experts' forward of one microbatch beside the backward of another (EP overlap).
 """
 
 RS_SPLITS = 4
@@ -56,3 +57,32 @@ def ring_exposed_s(steps: list[float], sends: list[float]) -> float:
     step i + 1 needs it, so each step shorter than its send exposes the difference (Transformer
     Engine 2.5 AttnFuncWithCPAndKVP2P: `req.wait()` before each step's compute)."""
     return sum(max(0.0, send - step) for send, step in zip(sends, steps, strict=False))
+
+
+def paired_1f1b_s(f: list[float], b: list[float]) -> float:
+    """The span of one layer's forward beside another microbatch's backward of the same layer,
+    in schedule_layer_1f1b's order on two streams (Megatron-Core
+    models/common/model_chunk_schedule_plan.py, --overlap-moe-expert-parallel-comm):
+    f = forward attn, dispatch, mlp, combine, post_combine and b = backward post_combine,
+    combine, mlp, dispatch, attn, in seconds, computation and all-to-alls alternating. Compute
+    stream B.post_combine, F.attn, B.mlp, F.mlp, B.attn, F.post_combine; communication stream
+    B.combine, F.dispatch, B.dispatch, F.combine; each after what it reads. The experts' weight
+    gradients, which delay_wgrad_compute runs beside B.dispatch, are counted in B.mlp (a little
+    pessimistic)."""
+    fa, fd, fm, fc, fp = f
+    bp, bc, bm, bd, ba = b
+    compute = bp + fa
+    fa_end = compute
+    comm = bp + bc  # B.combine after B.post_combine
+    bc_end = comm
+    comm = max(comm, fa_end) + fd  # F.dispatch after F.attn
+    fd_end = comm
+    compute = max(compute, bc_end) + bm  # B.mlp after B.combine
+    bm_end = compute
+    compute = max(compute, fd_end) + fm  # F.mlp after F.dispatch
+    fm_end = compute
+    comm = max(comm, bm_end) + bd  # B.dispatch after B.mlp
+    bd_end = comm
+    comm = max(comm, fm_end) + fc  # F.combine after F.mlp
+    compute = max(compute, bd_end) + ba  # B.attn after B.dispatch
+    return max(compute, comm) + fp  # F.post_combine after F.combine
