@@ -310,7 +310,7 @@ def test_mla_attention_ops():
     from simsp.io.config import load_workload as load
 
     w = load("workloads/deepseek-v3.yaml")
-    par = ParallelSpec(tp=2, sequence_parallel=True)
+    par = ParallelSpec(tp=2, sequence_parallel=True, moe_dispatcher="alltoall")
     ops = {op.name: op for op in build_layer(stack.kinds(w.model)[-1], par, 1)}
     s, h = w.model.seq_len, w.model.hidden
     assert (ops["q down"].gemm.m, ops["q down"].gemm.n, ops["q down"].gemm.k) == (s // 2, 1536, h)
@@ -576,9 +576,67 @@ def test_recompute_modules_drop_their_outputs_and_rerun_their_ops():
         ),
     )
     assert memory_report(up, H100).peak_bytes < plain
-    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute_modules="mlp"))
+    bad = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, recompute_modules="ffn"))
     with pytest.raises(InputError, match="recompute_modules"):
         validate(bad, "w.yaml")
+
+
+def test_checkpointed_modules_rerun_whole_and_keep_only_their_input():
+    """Megatron-Core's normally checkpointed modules (transformer_config.py recompute_modules):
+    `moe` re-runs the whole MoE layer, its dispatch and combine all-to-alls included, and keeps
+    only its input (the norm's output); `shared_experts` the shared expert with its TP
+    collectives; `mlp` the dense MLP, and never an MoE layer (transformer_layer.py sets
+    recompute_mlp only where the MLP is not an MoELayer)."""
+    from simsp.model.layer import dropped, reruns
+
+    w = load_workload("workloads/deepseek-v3.yaml")
+    kinds = stack.kinds(w.model)
+    par = ParallelSpec(tp=2, sequence_parallel=True, moe_dispatcher="alltoall")
+    dense, moe = (build_layer(k, par, 1) for k in (kinds[0], kinds[-1]))
+
+    def names(ops, modules):
+        p = dataclasses.replace(par, recompute="selective", recompute_modules=modules)
+        return (
+            {s.name for op in ops for s in op.saves if dropped(s, p)},
+            {op.name for op in ops if reruns(op, p)},
+        )
+
+    drops, runs = names(moe, "moe")
+    kept = {s.name for op in moe for s in op.saves} - drops
+    assert "shared fc1 input" in kept and not kept & {"experts fc1 input", "routing map"}
+    assert {"dispatch all-to-all", "combine all-to-all", "router", "experts fc1"} <= runs
+    assert {"shared expert entry", "shared fc2", "unpermute"} <= runs
+    assert not runs & {"rmsnorm_2", "q down", "flash attention"}
+    assert names(moe, "mlp") == (set(), set())
+    drops, runs = names(moe, "shared_experts")
+    assert drops == {"shared swiglu input", "shared fc2 input"}
+    assert runs == {
+        "shared expert entry",
+        "shared fc1",
+        "shared swiglu",
+        "shared fc2",
+        "shared expert exit",
+    }
+    drops, runs = names(dense, "mlp")
+    assert drops == {"SwiGLU input", "fc2 input"}
+    assert runs == {"mlp entry", "fc1", "swiglu", "fc2", "mlp exit"}
+
+
+def test_the_moe_module_repeats_the_all_to_all_in_backward():
+    """Recomputing the MoE layer runs its dispatch and combine once more per microbatch (the
+    issue's "`moe` repeats the A2A"): the layer's EP time grows by half (forward 2, backward 2,
+    recompute 2 of them), and the activations fall."""
+    from simsp.sim.memory import memory_report
+
+    w = load_workload("workloads/qwen3-30b-a3b.yaml")
+    b200 = load_hardware("hardware/dgx-b200.yaml")
+    moe = dataclasses.replace(
+        w, parallel=dataclasses.replace(w.parallel, recompute="selective", recompute_modules="moe")
+    )
+    base, again = run(w, b200), run(moe, b200)
+    assert again.breakdown()["ep_comm_s"] == pytest.approx(1.5 * base.breakdown()["ep_comm_s"])
+    assert again.iteration_time_s > base.iteration_time_s
+    assert memory_report(moe, b200).peak_bytes < memory_report(w, b200).peak_bytes
 
 
 def test_ep_overlap_pairs_the_passes_as_megatron_schedules_them():

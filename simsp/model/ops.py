@@ -35,6 +35,9 @@ class Saved:
     """Dropped (and rebuilt in backward) by selective recompute of core attention."""
     recompute: str = ""
     """The other recompute module that drops it (moe_act, layernorm, mla_up_proj), if any."""
+    checkpoint: tuple[str, ...] = ()
+    """The checkpointed submodules it lies inside (mlp, moe, shared_experts): recomputing one
+    drops it. A submodule's input is not among them: the checkpoint keeps that."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,10 @@ class Op:
     recompute: str = ""
     """The other recompute module that re-runs it in backward (moe_act, layernorm,
     mla_up_proj), if any (ParallelSpec.recompute_modules); `op` where per-op SAC re-runs it."""
+    checkpoint: tuple[str, ...] = ()
+    """The checkpointed submodules it lies inside (mlp, moe, shared_experts): recomputing one
+    re-runs it in backward, collectives included (tensor_parallel.checkpoint re-runs the
+    submodule's forward)."""
     fwd_comm: Collective | None = None
     bwd_comm: Collective | None = None
     overlaps_wgrad: bool = False
@@ -269,15 +276,19 @@ def reruns(op: "Op", parallel: ParallelSpec) -> bool:
     """Whether the run's selective recompute (or per-op SAC) re-runs this op in backward."""
     if parallel.recompute == "op":
         return op.recompute == "op"
-    return (op.selective and parallel.recomputes("core_attn")) or bool(
-        op.recompute and parallel.recomputes(op.recompute)
+    return (
+        (op.selective and parallel.recomputes("core_attn"))
+        or bool(op.recompute and parallel.recomputes(op.recompute))
+        or any(parallel.recomputes(m) for m in op.checkpoint)
     )
 
 
 def dropped(saved: Saved, parallel: ParallelSpec) -> bool:
     """Whether the run's selective recompute drops this tensor (rebuilt in backward)."""
-    return (saved.selective and parallel.recomputes("core_attn")) or bool(
-        saved.recompute and parallel.recomputes(saved.recompute)
+    return (
+        (saved.selective and parallel.recomputes("core_attn"))
+        or bool(saved.recompute and parallel.recomputes(saved.recompute))
+        or any(parallel.recomputes(m) for m in saved.checkpoint)
     )
 
 

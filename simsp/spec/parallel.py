@@ -10,10 +10,20 @@ RECOMPUTE_MODES = ("none", "selective", "full", "op")
 RESHARD_AFTER_FORWARD = ("default", "always", "never")
 """FSDP2's reshard_after_forward policies, as torchtitan names them
 (parallelism.fsdp_reshard_after_forward)."""
-RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj")
-"""Megatron-Core's output-discarding recompute modules simsp prices (--recompute-modules;
-transformer_config.py): core attention; a mixture of experts' activation; the norms before a
-linear layer; MLA's up-projections. Its whole-module `mlp` and `moe` are not modelled."""
+RECOMPUTE_MODULES = (
+    "core_attn",
+    "moe_act",
+    "layernorm",
+    "mla_up_proj",
+    "mlp",
+    "moe",
+    "shared_experts",
+)
+"""Megatron-Core's recompute modules (--recompute-modules; transformer_config.py @d98e8a64dd):
+core attention; a mixture of experts' activation; the norms before a linear layer; MLA's
+up-projections (these four discard their outputs); and three checkpointed whole: the dense MLP
+(`mlp`, never an MoE layer's: transformer_layer.py sets recompute_mlp only where the MLP is not
+an MoELayer), the MoE layer with its dispatch and combine (`moe`), the shared experts."""
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 """The parallel dimensions, in Megatron-Core's default rank order (fastest first)."""
 EXPERT_DIMENSIONS = {"tp": "etp", "cp": "cp", "ep": "ep", "dp": "edp", "pp": "pp"}

@@ -9,8 +9,7 @@ flex is Megatron-Core's flex dispatcher, with HybridEP (32 SMs) in every release
 except 25.09's H100 DeepSeek-V3, which enables DeepEP (moe_enable_deepep); the 25.09 Qwen3
 runs dropped tokens at a capacity factor of 1.0, padded, and later ones force-balanced them:
 both are balanced (moe_load 1). Not modelled, and said so in each case's notes: CUDA graphs
-(the host's launches), the recompute modules layernorm / moe_act of the 26.04 gpt-oss recipes
-(their rerun is a norm and an activation), HybridEP's SMs beside compute.
+(the host's launches), HybridEP's SMs beside compute.
 """
 
 ALLTOALL, FLEX, DEEPEP = "alltoall", "flex/hybridep", "flex/deepep"
@@ -99,24 +98,24 @@ def moe_recipe(release: str, model: str, family: str) -> tuple[str, bool] | None
 
 
 MOE_RECOMPUTE = {
-    # row id: (recompute_modules simsp prices, modules the recipe also set that it does not):
-    # selective recompute as each release's code set it (research note §4c, §7b)
-    "mb2509-gb200-deepseekv3-tokendrop": ("mla_up_proj", ""),
-    "mb2509-gb200-deepseekv3-tokendrop-mxfp8": ("mla_up_proj", ""),
-    "mb2509-b200-deepseekv3-tokendrop": ("mla_up_proj", ""),
-    "mb2509-b200-deepseekv3-tokendrop-mxfp8": ("mla_up_proj", ""),
-    "mb2509-h100-deepseekv3-dropless": ("mla_up_proj", "mlp"),
-    "mb2511-gb300-deepseekv3-nomtp-bf16": ("moe_act", "mlp"),
-    "mb2511-gb300-deepseekv3-nomtp-mxfp8": ("moe_act", "mlp"),
-    "mb2511-gb200-deepseekv3-nomtp-bf16": ("mla_up_proj", ""),
-    "mb2511-b200-deepseekv3-mtp": ("mla_up_proj", ""),
-    "mb2604-gb300-deepseekv3": ("mla_up_proj", ""),
-    "mb2604-gb200-deepseekv3": ("", "mlp"),
-    "mb2604-b300-deepseekv3": ("mla_up_proj", ""),
-    "mb2604-b200-deepseekv3": ("mla_up_proj", ""),
-    "mb2604-gb200-gpt-oss-120b": ("layernorm,moe_act", ""),
-    "mb2604-b200-gpt-oss-120b": ("layernorm,moe_act", ""),
-    "mb2604-h100-gpt-oss-120b": ("layernorm,moe_act", ""),
+    # row id: the recompute modules of selective recompute as each release's code set it
+    # (research note §4c, §7b)
+    "mb2509-gb200-deepseekv3-tokendrop": "mla_up_proj",
+    "mb2509-gb200-deepseekv3-tokendrop-mxfp8": "mla_up_proj",
+    "mb2509-b200-deepseekv3-tokendrop": "mla_up_proj",
+    "mb2509-b200-deepseekv3-tokendrop-mxfp8": "mla_up_proj",
+    "mb2509-h100-deepseekv3-dropless": "mla_up_proj,mlp",
+    "mb2511-gb300-deepseekv3-nomtp-bf16": "moe_act,mlp",
+    "mb2511-gb300-deepseekv3-nomtp-mxfp8": "moe_act,mlp",
+    "mb2511-gb200-deepseekv3-nomtp-bf16": "mla_up_proj",
+    "mb2511-b200-deepseekv3-mtp": "mla_up_proj",
+    "mb2604-gb300-deepseekv3": "mla_up_proj",
+    "mb2604-gb200-deepseekv3": "mlp",
+    "mb2604-b300-deepseekv3": "mla_up_proj",
+    "mb2604-b200-deepseekv3": "mla_up_proj",
+    "mb2604-gb200-gpt-oss-120b": "layernorm,moe_act",
+    "mb2604-b200-gpt-oss-120b": "layernorm,moe_act",
+    "mb2604-h100-gpt-oss-120b": "layernorm,moe_act",
 }
-"""The MoE recipes' selective recompute modules. Megatron-Core's whole-module `mlp` (a second
-forward of the MLP or MoE block) is not modelled: its rows say so in their notes."""
+"""The MoE recipes' selective recompute modules. Megatron-Core's `mlp` recomputes the dense MLP
+only (DeepSeek-V3's three first layers), never an MoE layer's."""

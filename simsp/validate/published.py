@@ -214,12 +214,10 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     out = {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
     if backend:
         out["moe_flex_backend"] = backend
-    modules, unmodelled = MOE_RECOMPUTE.get(row["id"], ("", ""))
+    modules = MOE_RECOMPUTE.get(row["id"], "")
     if modules:
         out.update(recompute="selective", recompute_modules=modules)
         notes.append(f"selective recompute of {modules} (the recipe's)")
-    if unmodelled:
-        notes.append(f"the recipe's recompute of {unmodelled} is not modelled")
     if row["id"] in LAYOUTS:
         layout, vp = LAYOUTS[row["id"]]
         notes.append(f"pipeline layout {layout} with vp {vp} (the release's code)")

@@ -1,6 +1,14 @@
 """The MLP block: norm, first projection (gated or not), activation, second projection, residual."""
 
-from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
+from simsp.model.blocks.shared import (
+    inside,
+    linear,
+    post_norm,
+    pre_norm,
+    residual,
+    residual_grad,
+    tp_comms,
+)
 from simsp.model.ops import SP, TP, Dims, Op, Saved
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -42,13 +50,24 @@ def _activation(model: ModelSpec, dm: Dims) -> Op:
 def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
     """Norm, first projection (2f wide when gated: "If this is a gated linear unit we double the
     output width", Megatron-Core mlp.py, arXiv 2002.05202), activation, second projection,
-    residual. The paper's GeLU MLP names its GEMMs h->4h and 4h->h."""
-    sb, t, x, f = dm.s * dm.b, dm.t, dm.x, dm.f
+    residual. The paper's GeLU MLP names its GEMMs h->4h and 4h->h. Projections, activation and
+    their TP collectives are the submodule the `mlp` recompute module checkpoints."""
     fc1, fc2 = ("h->4h", "4h->h") if model.mlp == "gelu" else ("fc1", "fc2")
-    bias = model.linear_bias("mlp")
     return (
         *pre_norm(model, 2, "mlp", dm),
-        residual_grad("residual 2", "mlp", x / dm.seq),
+        residual_grad("residual 2", "mlp", dm.x / dm.seq),
+        *inside(("mlp",), _mlp(model, parallel, dm, fc1, fc2), inputs=(f"{fc1} input",)),
+        *post_norm(model, 2, "mlp", dm),
+        residual(model, 2, "mlp", dm),
+    )
+
+
+def _mlp(model: ModelSpec, parallel: ParallelSpec, dm: Dims, fc1: str, fc2: str) -> tuple[Op, ...]:
+    """Megatron-Core's MLP submodule: TP entry, first projection, activation, second
+    projection, TP exit."""
+    sb, t, x, f = dm.s * dm.b, dm.t, dm.x, dm.f
+    bias = model.linear_bias("mlp")
+    return (
         tp_comms("mlp entry", "mlp", x, parallel, entry=True),
         linear(
             fc1,
@@ -79,6 +98,4 @@ def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...
             t,
         ),
         tp_comms("mlp exit", "mlp", x, parallel, entry=False),
-        *post_norm(model, 2, "mlp", dm),
-        residual(model, 2, "mlp", dm),
     )

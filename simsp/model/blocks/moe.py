@@ -23,7 +23,15 @@ prices it), then permuted by the receiver (DeepEP) or inside the dispatch kernel
 import math
 
 from simsp.model.blocks.mlp import ACTIVATIONS
-from simsp.model.blocks.shared import linear, post_norm, pre_norm, residual, residual_grad, tp_comms
+from simsp.model.blocks.shared import (
+    inside,
+    linear,
+    post_norm,
+    pre_norm,
+    residual,
+    residual_grad,
+    tp_comms,
+)
 from simsp.model.ops import EXPERTS, SP, TP, WHOLE, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
@@ -31,18 +39,31 @@ from simsp.units import BYTES_16BIT, BYTES_FP32, BYTES_MASK
 
 
 def moe_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
-    """The block's ops on one rank for one microbatch (module docstring)."""
+    """The block's ops on one rank for one microbatch (module docstring). Router to unpermute,
+    shared experts included, is the MoE layer the `moe` recompute module checkpoints (its
+    dispatch and combine re-run with it), the shared experts the `shared_experts` one."""
     x = dm.x
     tokens = dm.s * dm.b // dm.seq  # T: the tokens this rank routes
     return (
         *pre_norm(model, 2, "mlp", dm),
         residual_grad("residual 2", "mlp", x / dm.seq),
-        *_router(model, dm, tokens),
-        *_routed_experts(model, parallel, dm, tokens),
-        *_shared_expert(model, parallel, dm),
+        *inside(
+            ("moe",),
+            (
+                *_router(model, dm, tokens),
+                *_routed_experts(model, parallel, dm, tokens),
+                *inside(("shared_experts",), _shared_expert(model, parallel, dm), SUBMODULE_INPUTS),
+            ),
+            SUBMODULE_INPUTS,
+        ),
         *post_norm(model, 2, "mlp", dm),
         residual(model, 2, "mlp", dm),
     )
+
+
+SUBMODULE_INPUTS = ("router input", "shared fc1 input")
+"""The norm's output, saved by the router or the shared expert's first linear: the input the
+`moe` and `shared_experts` recompute modules' checkpoints keep."""
 
 
 def _router(model: ModelSpec, dm: Dims, tokens: int) -> tuple[Op, ...]:

@@ -1,6 +1,8 @@
 """Pieces both blocks of a layer use: the pre-norm, TP linear layers, the TP/SP collectives at a
 region's entry and exit, and the exit into the residual stream."""
 
+import dataclasses
+
 from simsp.model.ops import SP, TP, WHOLE, Collective, Dims, Gemm, Op, Saved, Weight
 from simsp.spec.model import ModelSpec
 from simsp.units import BYTES_MASK
@@ -16,6 +18,23 @@ def tp_comms(name, block, act_bytes, parallel, entry: bool) -> Op:
     else:
         fwd, bwd = (None, ar) if entry else (ar, None)
     return Op(name, "comm", block, fwd_comm=fwd, bwd_comm=bwd, overlaps_wgrad=entry)
+
+
+def inside(modules: tuple[str, ...], ops, inputs: tuple[str, ...] = ()) -> tuple[Op, ...]:
+    """`ops` as parts of the checkpointed submodules `modules` (Megatron-Core's mlp, moe,
+    shared_experts): recomputing one re-runs them in backward and drops what they save, except
+    the tensors named in `inputs`, the submodule's input, which the checkpoint keeps."""
+    return tuple(
+        dataclasses.replace(
+            op,
+            checkpoint=op.checkpoint + modules,
+            saves=tuple(
+                s if s.name in inputs else dataclasses.replace(s, checkpoint=s.checkpoint + modules)
+                for s in op.saves
+            ),
+        )
+        for op in ops
+    )
 
 
 def residual_grad(name: str, block: str, x_rank: float) -> Op:
