@@ -1,7 +1,8 @@
 """The tiers of docs/architecture.md, checked on every import of the package, imports inside
 functions included: each module imports only tiers below its own (or its own package), and no
 cycle closes between modules or between the packages of any folder. Also the heavy-library rule:
-only the engine imports simpy, only present plotly, only io yaml, only measure torch and HTA."""
+only the engine imports simpy, only present plotly and rich, only io yaml, only measure torch and
+HTA."""
 
 import ast
 import subprocess
@@ -34,6 +35,7 @@ RANK = {name: rank for rank, names in enumerate(TIERS) for name in names}
 ALLOWED = {
     "simpy": {"sim/engine.py"},
     "plotly": {"present"},
+    "rich": {"present"},
     "yaml": {"io"},
     "torch": {"measure"},
     "hta": {"measure"},

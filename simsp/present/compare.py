@@ -2,6 +2,7 @@
 like it took, the change against the machine's own row, throughput, communication and HBM; and
 how exact simsp has been with each machine."""
 
+from simsp.present.table import Column, render, words
 from simsp.units import GIB
 
 
@@ -10,38 +11,44 @@ def _comm(r) -> tuple[float, float, float]:
     return br["tp_comm_s"], br["pp_comm_s"], br["dp_comm_s"]
 
 
-def compare_table(results, bases=None) -> str:
+def compare_table(results, bases=None, width: int | None = None) -> str:
     """One row per machine (and what-if); `bases[i]` is the row result i is measured against,
     shown as the change of iteration time where given; `measured s`, the times measured runs
     like it took (its hardware file's p10-p90 of measured / simsp, present/accuracy.py)."""
     from simsp.present.accuracy import accuracy_of, measured_range
 
-    width = max([24, *(len(r.hardware.label) for r in results)])
-    lines = [
-        f"{'hardware':{width}s} {'time s':>9s} {'measured s':>11s} {'vs base':>8s} {'MFU':>6s} "
-        f"{'tokens/s':>10s} {'TP s':>7s} {'PP s':>7s} {'DP s':>7s} {'peak GiB':>9s} "
-        f"{'HBM GiB':>8s} fits"
+    columns = [
+        words("hardware", fold=True),
+        *(Column(h) for h in ("time s", "measured s", "vs base", "MFU", "tokens/s")),
+        *(Column(h) for h in ("TP s", "PP s", "DP s", "peak GiB", "HBM GiB")),
+        words("fits"),
     ]
+    rows = []
     for i, r in enumerate(results):
         base = bases[i] if bases else None
         change = (
-            f"{r.iteration_time_s / base.iteration_time_s - 1:+8.1%}"
+            f"{r.iteration_time_s / base.iteration_time_s - 1:+.1%}"
             if base is not None and base is not r
-            else f"{'':8s}"
+            else ""
         )
-        tp, pp, dp = _comm(r)
         t = r.workload.training
         group = accuracy_of(r.hardware, t.precision, stack=t.knob("stack"))
         lo, hi = measured_range(r.iteration_time_s, group) if group else (0.0, 0.0)
-        band = f"{lo:.1f}-{hi:.1f}" if group else "-"
-        lines.append(
-            f"{r.hardware.label:{width}s} {r.iteration_time_s:9.3f} {band:>11s} {change} "
-            f"{r.mfu():6.1%} "
-            f"{r.tokens_per_s:10,.0f} {tp:7.3f} {pp:7.3f} {dp:7.3f} "
-            f"{r.memory.peak_bytes / GIB:9.2f} {r.memory.capacity_bytes / GIB:8.0f} "
-            f"{'yes' if r.memory.fits else 'no'}"
+        rows.append(
+            [
+                r.hardware.label,
+                f"{r.iteration_time_s:.3f}",
+                f"{lo:.1f}-{hi:.1f}" if group else "-",
+                change,
+                f"{r.mfu():.1%}",
+                f"{r.tokens_per_s:,.0f}",
+                *(f"{s:.3f}" for s in _comm(r)),
+                f"{r.memory.peak_bytes / GIB:.2f}",
+                f"{r.memory.capacity_bytes / GIB:.0f}",
+                "yes" if r.memory.fits else "no",
+            ]
         )
-    return "\n".join(lines)
+    return render(columns, rows, width)
 
 
 def accuracy_lines(results) -> list[str]:

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from simsp.present.table import Column, render, words
 from simsp.sim.memory import MemoryReport
 from simsp.sim.result import Result
 from simsp.spec.hardware import HardwareSpec
@@ -12,7 +13,7 @@ from simsp.units import GIB
 
 
 def _gib(x: float) -> str:
-    return f"{x / GIB:8.2f}"
+    return f"{x / GIB:.2f}"
 
 
 _NAMED = ("tp", "pp", "dp", "sequence_parallel", "recompute", "schedule", "virtual_stages")
@@ -122,16 +123,17 @@ def memory_table(w: Workload, hw: HardwareSpec, r: MemoryReport, max_rows: int =
     lines = [
         describe(w, hw),
         f"activations per layer: {r.activation_per_layer_bytes / 2**20:.1f} MiB",
-        "stage  weights+opt GiB  activations GiB  peak GiB",
     ]
     stages = r.stages if len(r.stages) <= max_rows else r.stages[:6] + r.stages[-6:]
-    for i, s in enumerate(stages):
-        if len(r.stages) > max_rows and i == 6:
-            lines.append("  ...")
-        lines.append(
-            f"{s.stage:5d}  {_gib(s.weights_and_optimizer_bytes):>15}  "
-            f"{_gib(s.activation_bytes):>15}  {_gib(s.peak_bytes)}"
-        )
+    cells = [
+        [str(s.stage), *(_gib(b) for b in (s.weights_and_optimizer_bytes, s.activation_bytes))]
+        + [_gib(s.peak_bytes)]
+        for s in stages
+    ]
+    if len(r.stages) > max_rows:
+        cells.insert(6, ["...", "", "", ""])
+    heads = ("stage", "weights+opt GiB", "activations GiB", "peak GiB")
+    lines += render([Column(h) for h in heads], cells).splitlines()
     lines.append(memory_verdict(r.peak_bytes, r.reserve_bytes, r.capacity_bytes))
     return "\n".join(lines)
 
@@ -287,11 +289,12 @@ def layer_dict(lt) -> dict:
 
 def layer_table(w: Workload, hw: HardwareSpec, lt) -> str:
     """Readable per-op table of one layer."""
-    lines = [describe(w, hw), f"{'phase':9s} {'op':44s} {'ms':>7s} {'busy ms':>8s}  source"]
-    lines += [
-        f"{e.phase:9s} {e.op:44s} {e.seconds * 1e3:7.3f} {e.busy_s * 1e3:8.3f}  {e.source}"
+    cells = [
+        [e.phase, e.op, f"{e.seconds * 1e3:.3f}", f"{e.busy_s * 1e3:.3f}", e.source]
         for e in lt.entries
     ]
+    columns = (words("phase"), words("op"), Column("ms"), Column("busy ms"), words("source"))
+    lines = [describe(w, hw), *render(columns, cells).splitlines()]
     lines.append(
         f"forward {lt.forward_s * 1e3:.2f} ms, backward {lt.backward_s * 1e3:.2f} ms"
         f"{_recompute_note(w)}"

@@ -1,5 +1,8 @@
 """A sweep in words: the best K rows that fit, as a table, and what the sweep did."""
 
+import textwrap
+
+from simsp.present.table import Column, render, width_of_output, words
 from simsp.sweep.rows import KEY_COLUMNS, on_off, peak_gib, ranked
 from simsp.sweep.runner import Outcome
 from simsp.units import GIB
@@ -35,35 +38,49 @@ def varying(rows: list[dict]) -> list[str]:
     return [c for c in KEY_COLUMNS if c not in SHOWN and len({r[c] for r in rows}) > 1]
 
 
-def table(rows: list[dict]) -> str:
-    """Rows as a readable table: the usual settings, then every other that varies."""
-    width = max([16, *(len(r["hardware"]) for r in rows)])
-    extra = varying(rows)
-    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in extra}
-    head = (
-        f"{'hardware':{width}s} {'gpus':>5s} {'tp':>3s} {'cp':>3s} {'pp':>3s} {'dp':>4s} "
-        f"{'sp':>3s} "
-        f"{'recompute':9s} "
-        f"{'b':>2s} {'B':>5s} {'schedule':11s} {'v':>2s} "
-        + "".join(f"{c:>{widths[c]}s} " for c in extra)
-        + f"{'time s':>8s} {'bubble s':>8s} "
-        f"{'tokens/s':>9s} {'MFU':>6s} "
-        f"{'peak GiB':>8s} {'fits':>4s} tier"
-    )
-    lines = [head]
-    for r in rows:
-        lines.append(
-            f"{r['hardware']:{width}s} {r['gpus']:>5s} {r['tp']:>3s} {r['cp']:>3s} {r['pp']:>3s} "
-            f"{r['dp']:>4s} "
-            f"{on_off(r['sp']):>3s} {r['recompute']:9s} {r['micro_batch']:>2s} "
-            f"{r['global_batch']:>5s} {r['schedule']:11s} {r['virtual_stages']:>2s} "
-            + "".join(f"{r[c]:>{widths[c]}s} " for c in extra)
-            + f"{float(r['iteration_time_s']):8.3f} {float(r['bubble_s']):8.3f} "
-            f"{float(r['tokens_per_s']):9,.0f} "
-            f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} "
-            f"{'yes' if r['fits'] == 'true' else 'no':>4s} {r['tier']}"
-        )
-    return "\n".join(lines)
+HEADS = {"micro_batch": "b", "global_batch": "B", "virtual_stages": "v"}
+"""Short heads of the settings columns."""
+NUMBERS = ("gpus", "tp", "cp", "pp", "dp", "ep", "etp", "micro_batch", "global_batch")
+"""Settings columns that hold numbers (aligned right); the rest are words."""
+
+
+def _setting(r: dict, c: str) -> str:
+    return on_off(r[c]) if r[c] in ("true", "false") else r[c]
+
+
+def table(rows: list[dict], width: int | None = None) -> str:
+    """Rows as a readable table: the usual settings, then every other that varies, then the
+    results. A usual setting all rows share is said once above the table instead (`every row:
+    hardware dgx-h100, gpus 1024, ...`), so that the table fits a 100-column terminal."""
+    shared = [c for c in SHOWN if len(rows) > 1 and len({r[c] for r in rows}) == 1]
+    several = {c for c in SHOWN if len({r[c] for r in rows}) > 1}
+    keys = [c for c in SHOWN if c not in shared and (c != "workload" or c in several)]
+    keys += varying(rows)
+    columns = [
+        Column(HEADS.get(c, c)) if c in NUMBERS else words(HEADS.get(c, c), fold=c == "hardware")
+        for c in keys
+    ] + [
+        *(Column(h) for h in ("time s", "bubble s", "tokens/s", "MFU", "peak GiB")),
+        words("fits"),
+        words("tier"),
+    ]
+    cells = [
+        [_setting(r, c) for c in keys]
+        + [
+            f"{float(r['iteration_time_s']):.3f}",
+            f"{float(r['bubble_s']):.3f}",
+            f"{float(r['tokens_per_s']):,.0f}",
+            f"{float(r['mfu']):.1%}",
+            f"{peak_gib(r):.2f}",
+            "yes" if r["fits"] == "true" else "no",
+            r["tier"],
+        ]
+        for r in rows
+    ]
+    above = [f"{HEADS.get(c, c)} {_setting(rows[0], c)}" for c in shared if c != "workload"]
+    width = width or width_of_output()
+    said = textwrap.wrap(f"every row: {', '.join(above)}", width, subsequent_indent="  ")
+    return "\n".join([*(said if above else []), render(columns, cells, width)])
 
 
 PLAN_HEADS = {
@@ -84,7 +101,7 @@ PLAN_HEADS = {
 """A plan table's column heads, by row column."""
 
 
-def plan_table(rows: list[dict], searched: tuple[str, ...], hw) -> str:
+def plan_table(rows: list[dict], searched: tuple[str, ...], hw, width: int | None = None) -> str:
     """A plan's best rows: rank, tp cp pp dp and every other searched setting that differs between
     them, then time, tokens/s per GPU, MFU, peak HBM and what it leaves free beside the reserve
     (HardwareSpec.reserve_bytes)."""
@@ -93,27 +110,24 @@ def plan_table(rows: list[dict], searched: tuple[str, ...], hw) -> str:
         for k in ("tp", "cp", "pp", "dp", *searched[3:])
         if k in ("tp", "cp", "pp", "dp") or len({r[k] for r in rows}) > 1
     ]
-
-    def shown(r, k):
-        return on_off(r[k]) if r[k] in ("true", "false") else r[k]
-
-    widths = {k: max(len(PLAN_HEADS[k]), *(len(shown(r, k)) for r in rows)) for k in keys}
-    head = (
-        " # "
-        + "".join(f"{PLAN_HEADS[k]:>{widths[k]}s} " for k in keys)
-        + f"{'time s':>8s} {'tok/s/GPU':>9s} {'MFU':>6s} {'peak GiB':>8s} {'free GiB':>8s}"
-    )
-    lines = [head]
-    for i, r in enumerate(rows, 1):
-        gpus = int(r["gpus"])
-        free = hw.free_bytes(int(r["peak_bytes"])) / GIB
-        lines.append(
-            f"{i:>2d} "
-            + "".join(f"{shown(r, k):>{widths[k]}s} " for k in keys)
-            + f"{float(r['iteration_time_s']):8.3f} {float(r['tokens_per_s']) / gpus:9,.0f} "
-            f"{float(r['mfu']):6.1%} {peak_gib(r):8.2f} {free:8.2f}"
-        )
-    return "\n".join(lines)
+    columns = [
+        Column("#"),
+        *(Column(PLAN_HEADS[k]) if k in NUMBERS else words(PLAN_HEADS[k]) for k in keys),
+        *(Column(h) for h in ("time s", "tok/s/GPU", "MFU", "peak GiB", "free GiB")),
+    ]
+    cells = [
+        [
+            str(i),
+            *(_setting(r, k) for k in keys),
+            f"{float(r['iteration_time_s']):.3f}",
+            f"{float(r['tokens_per_s']) / int(r['gpus']):,.0f}",
+            f"{float(r['mfu']):.1%}",
+            f"{peak_gib(r):.2f}",
+            f"{hw.free_bytes(int(r['peak_bytes'])) / GIB:.2f}",
+        ]
+        for i, r in enumerate(rows, 1)
+    ]
+    return render(columns, cells, width)
 
 
 def summary(o: Outcome) -> str:

@@ -5,6 +5,7 @@ import csv
 import io
 from pathlib import Path
 
+from simsp.present.table import Column, render, words
 from simsp.spec.knobs import KNOBS, values_of
 from simsp.textfile import csv_safe, write_files
 from simsp.units import GIB
@@ -18,7 +19,7 @@ from simsp.validate.spread import KEYS, group_labels, repeat_groups, same_input
 
 
 def _fmt_time(s: float) -> str:
-    return f"{s * 1e3:9.2f} ms" if s < 1 else f"{s:9.3f} s "
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s "
 
 
 def _worst_table(name: str, rs: list) -> list[str]:
@@ -29,20 +30,31 @@ def _worst_table(name: str, rs: list) -> list[str]:
 def _results(title: str, rs: list, reference: str, naive: bool) -> list[str]:
     """A heading, then a line a case: reference and simsp times, error (and the naive
     baseline's error), description."""
-    width = max(12, *(len(r.case.name) for r in rs))
-    extra = f" {'naive':>7s}" if naive else ""
-    lines = [
-        "",
-        title,
-        f"  {'case':{width}s} {reference:>12s} {'simsp':>12s} {'error':>7s}{extra}  description",
+    columns = [
+        words("case"),
+        Column(reference),
+        Column("simsp"),
+        Column("error"),
+        *((Column("naive"),) if naive else ()),
+        words("description", fold=True),
     ]
-    for r in rs:
-        naive_err = f" {r.naive_error:+7.1%}" if naive else ""
-        lines.append(
-            f"  {r.case.name:{width}s} {_fmt_time(r.case.measured_s)} {_fmt_time(r.predicted_s)} "
-            f"{r.error:+7.1%}{naive_err}  {r.case.description}"
-        )
-    return lines
+    rows = [
+        [
+            r.case.name,
+            _fmt_time(r.case.measured_s),
+            _fmt_time(r.predicted_s),
+            f"{r.error:+.1%}",
+            *((f"{r.naive_error:+.1%}",) if naive else ()),
+            r.case.description,
+        ]
+        for r in rs
+    ]
+    return ["", title, *_indented(render(columns, rows))]
+
+
+def _indented(text: str) -> list[str]:
+    """A rendered table's lines under a set's heading, two spaces in."""
+    return ["  " + line for line in text.splitlines()]
 
 
 def _gaps(rs: list) -> list[str]:
@@ -64,20 +76,25 @@ def _case_table(name: str, rs: list) -> list[str]:
 def _speedup_table(speedup: dict) -> list[str]:
     """Each pair's FP8 speedup, measured and simulated, and the error of the ratio."""
     rows = speedup["pairs"]
-    width = max(12, *(len(r["pair"]) for r in rows)) if rows else 12
-    lines = [
+    columns = [words("pair"), *(Column(h) for h in ("measured", "simsp", "error", "bf16 err"))]
+    columns.append(Column("fp8 err"))
+    cells = [
+        [
+            r["pair"],
+            f"{r['measured_speedup']:.3f}",
+            f"{r['simsp_speedup']:.3f}",
+            f"{r['error']:+.1%}",
+            f"{r['bf16_error']:+.1%}",
+            f"{r['fp8_error']:+.1%}",
+        ]
+        for r in rows
+    ]
+    return [
         "",
         f"{PAIRS_SET}: FP8 speedup t(BF16) / t(FP8), {speedup['n']} pairs: ratio MAPE "
         + (f"{speedup['mape']:.1%}, bias {speedup['bias']:+.1%}" if rows else "-"),
-        f"  {'pair':{width}s} {'measured':>8s} {'simsp':>7s} {'error':>7s} {'bf16 err':>8s} "
-        f"{'fp8 err':>8s}",
+        *_indented(render(columns, cells)),
     ]
-    for r in rows:
-        lines.append(
-            f"  {r['pair']:{width}s} {r['measured_speedup']:8.3f} {r['simsp_speedup']:7.3f} "
-            f"{r['error']:+7.1%} {r['bf16_error']:+8.1%} {r['fp8_error']:+8.1%}"
-        )
-    return lines
 
 
 REPEAT_TITLES = {
@@ -118,16 +135,12 @@ def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
         (g, _times(sorted(set(g.predicted_s), key=g.predicted_s.index)), _times(g.measured_s))
         for g in groups
     ]
-    ws = max(5, *(len(r[1]) for r in rows))
-    wm = max(8, *(len(r[2]) for r in rows))
-    lines.append(
-        f"  {'group':5s} {'spread':>6s}  {'simsp':{ws}s}  {'measured':{wm}s}  configuration"
-    )
-    for g, simsp, measured in rows:
-        lines.append(
-            f"  {g.label:5s} {g.spread:6.1%}  {simsp:{ws}s}  {measured:{wm}s}  {g.description}"
-        )
-    return lines
+    columns = [words("group"), Column("spread"), words("simsp"), words("measured")]
+    columns.append(words("configuration", fold=True))
+    cells = [
+        [g.label, f"{g.spread:.1%}", simsp, measured, g.description] for g, simsp, measured in rows
+    ]
+    return lines + _indented(render(columns, cells))
 
 
 def _memory_lines(name: str, rs: list, entry: dict) -> list[str]:
@@ -162,32 +175,45 @@ def _peer_lines(name: str, entry: dict) -> list[str]:
     ]
 
 
-def _metrics_line(label: str, m: dict, skipped: str) -> str:
+METRIC_COLUMNS = (
+    Column("n"),
+    Column("skipped"),
+    Column("MAPE"),
+    Column("max|err|"),
+    Column("bias"),
+    Column("naive MAPE"),
+    Column("naive bias"),
+)
+"""The figures of a set (or a group of its cases), after its name."""
+
+
+def _metrics_cells(label: str, m: dict, skipped: str) -> list[str]:
     if not m["n"]:
-        return f"{label:14s} {0:5d} {skipped:>7s} {'-':>7s} {'-':>8s} {'-':>7s}"
-    naive = f" {m['naive_mape']:10.1%} {m['naive_bias']:+10.1%}" if "naive_mape" in m else ""
-    return (
-        f"{label:14s} {m['n']:5d} {skipped:>7s} {m['mape']:7.1%} {m['max_abs_error']:8.1%} "
-        f"{m['bias']:+7.1%}{naive}"
-    )
+        return [label, "0", skipped, "-", "-", "-", "", ""]
+    naive = [f"{m['naive_mape']:.1%}", f"{m['naive_bias']:+.1%}"] if "naive_mape" in m else ["", ""]
+    return [
+        label,
+        str(m["n"]),
+        skipped,
+        f"{m['mape']:.1%}",
+        f"{m['max_abs_error']:.1%}",
+        f"{m['bias']:+.1%}",
+        *naive,
+    ]
 
 
 def _by_table(name: str, rs: list, by: str) -> list[str]:
     """One set's metrics for each value of the setting `by`."""
-    return ["", f"{name} by {by}:"] + [
-        _metrics_line(f"  {by}={value}", m, "") for value, m in grouped(rs, by).items()
-    ]
+    cells = [_metrics_cells(f"{by}={value}", m, "") for value, m in grouped(rs, by).items()]
+    return ["", f"{name} by {by}:", *_indented(render((words(by), *METRIC_COLUMNS), cells))]
 
 
 def table(v: Validation, by: str | None = None, verbose: bool = False) -> str:
     """Readable tables: the metrics of every set (by a setting if asked); with `verbose`, each
     set's cases, worst cases, memory, repeats and skipped rows too."""
     summary = v.summary()["sets"]
-    lines = [
-        f"{'set':14s} {'n':>5s} {'skipped':>7s} {'MAPE':>7s} {'max|err|':>8s} {'bias':>7s}"
-        f" {'naive MAPE':>10s} {'naive bias':>10s}"
-    ]
-    lines += [_metrics_line(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
+    cells = [_metrics_cells(name, summary[name], str(summary[name]["skipped"])) for name in v.sets]
+    lines = render((words("set"), *METRIC_COLUMNS), cells).splitlines()
     lines += [f"  {name}: reference {summary[name]['reference']}" for name in v.sets]
     if by and not verbose:
         for name in v.sets:

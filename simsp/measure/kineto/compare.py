@@ -17,6 +17,7 @@ from pathlib import Path
 from simsp.io.config import load_hardware, load_workload
 from simsp.measure.kineto.match import Matching, match_profile
 from simsp.measure.kineto.reader import read_profile
+from simsp.present.table import Column, render, words
 from simsp.sim.trace import Span
 
 OUTSIDE_ROW = "outside the layers"
@@ -97,14 +98,19 @@ class Comparison:
         lines = [
             f"{d['workload']}: real iteration {d['real_iteration_s'] * 1e3:.3f} ms "
             f"({d['device']}), simulated {d['sim_iteration_s'] * 1e3:.3f} ms on {d['hardware']}",
-            f"{'op kind':28s}{'real ms':>11s}{'sim ms':>11s}{'error':>9s}{'share':>8s}",
         ]
-        for r in d["by_kind"]:
-            err = f"{r['error']:+.1%}" if r["error"] is not None else "n/a"
-            lines.append(
-                f"{r['key']:28s}{r['real_s'] * 1e3:11.3f}{r['sim_s'] * 1e3:11.3f}{err:>9s}"
-                f"{r['share_of_error']:8.1%}"
-            )
+        cells = [
+            [
+                r["key"],
+                f"{r['real_s'] * 1e3:.3f}",
+                f"{r['sim_s'] * 1e3:.3f}",
+                f"{r['error']:+.1%}" if r["error"] is not None else "n/a",
+                f"{r['share_of_error']:.1%}",
+            ]
+            for r in d["by_kind"]
+        ]
+        heads = (words("op kind"), Column("real ms"), Column("sim ms"), Column("error"))
+        lines += render((*heads, Column("share")), cells).splitlines()
         return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from simsp.measure.fit import (
     usable,
 )
 from simsp.measure.runs import read_runs
+from simsp.present.table import Column, render, words
 
 OTHER_INPUTS = ("gemm", "gemm_model", "attention", "nvlink", "infiniband", "host", "optimizer")
 """Measured-file options of `simsp calibrate`, not combined with --runs: the fit is made against
@@ -112,24 +113,31 @@ def report(s: dict) -> str:
     rows = [
         f"fitted {len(s['parameters'])} parameter(s) to {s['n']} runs of {s['runs']} on "
         f"{s['hardware']} ({s['folds']}-fold cross-validation)",
-        f"  {'parameter':24s}{'base':>10s}{'fitted':>11s}  {'bounds':18s}meaning",
     ]
-    for p in s["parameters"]:
-        note = "" if p["constrained"] else "; not constrained by these runs: base kept"
-        bound = " (at a bound)" if p["at_bound"] and p["constrained"] else ""
-        rows.append(
-            f"  {p['name']:24s}{p['base']:10g}{p['fitted']:11g}  "
-            f"{BY_NAME[p['name']].bounds():18s}{p['meaning']}{note}{bound}"
-        )
+    params = [
+        [
+            p["name"],
+            f"{p['base']:g}",
+            f"{p['fitted']:g}",
+            BY_NAME[p["name"]].bounds(),
+            p["meaning"]
+            + ("" if p["constrained"] else "; not constrained by these runs: base kept")
+            + (" (at a bound)" if p["at_bound"] and p["constrained"] else ""),
+        ]
+        for p in s["parameters"]
+    ]
+    heads = (words("parameter"), Column("base"), Column("fitted"), words("bounds"))
+    rows += [
+        "  " + line for line in render((*heads, words("meaning", fold=True)), params).splitlines()
+    ]
     rows += [f"  not fitted: {n['name']}: {n['reason']}" for n in s["not_fitted"]]
     m, x = s["mape"], s["max_abs_error"]
-    rows += [
-        f"  {'':24s}{'uncalibrated':>14s}{'in-sample':>12s}{'held-out':>12s}",
-        f"  {'MAPE':24s}{_pct(m['uncalibrated']):>14s}{_pct(m['in_sample']):>12s}"
-        f"{_pct(m['held_out']):>12s}",
-        f"  {'max |error|':24s}{_pct(x['uncalibrated']):>14s}{_pct(x['in_sample']):>12s}"
-        f"{_pct(x['held_out']):>12s}",
+    errors = [
+        [label, *(_pct(d[k]) for k in ("uncalibrated", "in_sample", "held_out"))]
+        for label, d in (("MAPE", m), ("max |error|", x))
     ]
+    heads = (words(""), Column("uncalibrated"), Column("in-sample"), Column("held-out"))
+    rows += ["  " + line for line in render(heads, errors).splitlines()]
     for f in s["fold_fits"]:
         values = ", ".join(f"{k} {v:g}" for k, v in f["values"].items())
         rows.append(

@@ -2,6 +2,8 @@
 iteration, MFU and one layer under the base and the new file, and where each file's GEMM
 look-ups came from."""
 
+from simsp.present.table import Column, render, words
+
 
 def predict(w, hw) -> dict[str, float]:
     """The numbers `simsp calibrate --workload` compares: the iteration and one layer."""
@@ -28,11 +30,17 @@ def compare(w, base_hw, new_hw) -> str:
     """A small table: each predicted number under the base and the new hardware file, and the
     change."""
     before, after = predict(w, base_hw), predict(w, new_hw)
-    rows = [f"{w.name:<30}{'base':>12}{'new':>12}{'change':>10}"]
-    for key, old in before.items():
-        new = after[key]
-        change = f"{(new - old) / old * 100:+.1f}%" if old else "n/a"
-        rows.append(f"  {key:<28}{old:12.4f}{new:12.4f}{change:>10}")
+    cells = [
+        [
+            key,
+            f"{old:.4f}",
+            f"{after[key]:.4f}",
+            f"{(after[key] - old) / old * 100:+.1f}%" if old else "n/a",
+        ]
+        for key, old in before.items()
+    ]
+    columns = (words(w.name), Column("base"), Column("new"), Column("change"))
+    rows = render(columns, cells).splitlines()
     for label, hw in (("base", base_hw), ("new", new_hw)):
         counts = ", ".join(f"{src} {n}" for src, n in sorted(gemm_sources(w, hw).items()))
         rows.append(f"  GEMM look-ups by source, {label}: {counts}")
