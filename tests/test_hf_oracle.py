@@ -87,13 +87,21 @@ FAMILY_CONFIGS = {
         "topk_group": 1,
     },
 }
+FAMILY_CONFIGS["kimi_k2"] = {**FAMILY_CONFIGS["deepseek_v3"], "model_type": "kimi_k2"}
+AS_TRANSFORMERS = {"kimi_k2": "deepseek_v3"}
+"""model_types transformers does not know, and the one it builds them as (Moonshot's Kimi-K2
+deployment guide: its architecture is DeepSeek-V3's, model_type renamed)."""
+
+
+def _hf_config(config: dict):
+    kind = AS_TRANSFORMERS.get(config["model_type"], config["model_type"])
+    return transformers.AutoConfig.for_model(**{**config, "model_type": kind})
 
 
 def transformers_count(config: dict) -> int:
     """What transformers builds from the config: AutoModelForCausalLM on the meta device."""
-    hf = transformers.AutoConfig.for_model(**config)
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf)
+        model = transformers.AutoModelForCausalLM.from_config(_hf_config(config))
     return sum(p.numel() for p in model.parameters())
 
 
@@ -144,6 +152,7 @@ def test_each_shipped_config_counts_as_transformers_does(name):
         "qwen3-30b-a3b",
         "qwen3-235b-a22b",
         "deepseek-v3",
+        "kimi-k2",
         "gpt-oss-120b",
         "llama-4-maverick",
     ],
@@ -155,9 +164,8 @@ def test_active_parameters_leave_out_the_experts_a_token_skips(name):
     from simsp.model.params import active_params
 
     config = _read(name)
-    hf = transformers.AutoConfig.for_model(**config)
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(hf)
+        model = transformers.AutoModelForCausalLM.from_config(_hf_config(config))
     routed = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
     experts = (
         config.get("num_local_experts") or config.get("num_experts") or config["n_routed_experts"]

@@ -14,6 +14,7 @@ from simsp.model import params, stack
 from simsp.model.layer import build_layer
 from simsp.sim.memory import static_bytes
 from simsp.spec.layout import layout
+from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.rules import validate
 
@@ -301,6 +302,23 @@ def test_mla_layers_count_as_transformers_builds_them():
     assert params.total_params(w.model) == 671_026_404_352
     assert params.active_params(w.model) == 37_552_282_624
     assert w.model.mtp_layers == 1 and params.mtp_params(w.model) > 0
+
+
+def test_kimi_k2_config_is_deepseek_v3s_architecture():
+    """Kimi-K2's config.json (model_type kimi_k2, DeepSeek-V3's architecture: Moonshot's
+    deployment guide): 1,026,408,209,408 parameters, 32,861,477,888 active, as transformers
+    builds it as deepseek_v3 on the meta device (workloads/models/moe-counts.md; the slow
+    tests/test_hf_oracle.py builds it again)."""
+    import json
+
+    from simsp.io.hf_config import model_fields
+
+    path = "workloads/models/kimi-k2/config.json"
+    with open(path) as f:
+        model = ModelSpec(seq_len=4096, **model_fields(json.load(f), path))
+    assert (model.experts, model.router_topk, model.dense_layers) == (384, 8, 1)
+    assert params.total_params(model) == 1_026_408_209_408
+    assert params.active_params(model) == 32_861_477_888
 
 
 def test_mla_attention_ops():

@@ -50,7 +50,7 @@ from simsp.io.hf_families import (
 
 MOE_REFUSED = (
     "is a mixture of experts whose layers simsp does not model yet "
-    "(it reads mixtral, qwen3_moe, deepseek_v3, gpt_oss and llama4_text configs)"
+    "(it reads mixtral, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss and llama4_text configs)"
 )
 
 

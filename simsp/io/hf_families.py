@@ -412,6 +412,17 @@ FAMILIES["deepseek_v3"] = Family(
     mla=True,
 )
 
+# Kimi-K2 is DeepSeek-V3's architecture under its own model_type: "Kimi-K2 reuses the
+# DeepSeekV3CausalLM architecture ... we set "model_type": "kimi_k2" in config.json ... change
+# model_type to "deepseek_v3" as a temporary solution" (MoonshotAI/Kimi-K2 docs/deploy_guidance.md;
+# its config.json: architectures DeepseekV3ForCausalLM). Its file gives every key DeepSeek-V3's
+# defaults would otherwise fill (384 experts, 1 dense first layer, 64 heads).
+FAMILIES["kimi_k2"] = dataclasses.replace(
+    FAMILIES["deepseek_v3"],
+    source="MoonshotAI/Kimi-K2 docs/deploy_guidance.md (DeepSeek-V3's architecture); "
+    + FAMILIES["deepseek_v3"].source,
+)
+
 # configuration_gpt_oss.py: num_local_experts=128, num_experts_per_tok=4, intermediate_size
 # (each expert's), head_dim=64, num_key_value_heads=8, attention_bias=True, sliding_window=128 and
 # layer_types (sliding and full alternating), tie_word_embeddings=False. modeling_gpt_oss.py:

@@ -1,4 +1,4 @@
-"""Parameter counts of the six mixture-of-experts configs here, as transformers builds them.
+"""Parameter counts of the seven mixture-of-experts configs here, as transformers builds them.
 
 Each config.json is built with transformers on the meta device (no weights, no download) and
 every parameter is counted from `named_parameters()` (tied tensors once). Llama-4's file is a
@@ -38,6 +38,7 @@ FILES = [
     "deepseek-v3/config.json",
     "gpt-oss-120b/config.json",
     "llama-4-maverick/config.json",
+    "kimi-k2/config.json",
 ]
 LAYER = re.compile(r"^model\.layers\.(\d+)\.")
 
@@ -49,6 +50,8 @@ def build(path: Path):
         cfg = Llama4TextConfig(**raw)
         with torch.device("meta"):
             return cfg, Llama4ForCausalLM(cfg)
+    if raw["model_type"] == "kimi_k2":  # DeepSeek-V3's architecture (Moonshot's deploy guide)
+        raw = {**raw, "model_type": "deepseek_v3"}
     cfg = AutoConfig.for_model(**raw)
     with torch.device("meta"):
         return cfg, AutoModelForCausalLM.from_config(cfg)
