@@ -185,6 +185,28 @@ EXPECTED = {
             "v_head_dim": 128,
         },
     ),
+    "kimi-k2": (
+        61,
+        7168,
+        64,
+        64,
+        18432,
+        163840,
+        {
+            **LLAMA,
+            "head_dim": 128,
+            "experts": 384,
+            "router_topk": 8,
+            "moe_ffn": 2048,
+            "dense_layers": 1,
+            "shared_expert_ffn": 2048,
+            "router_score": "sigmoid",
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_rope_dim": 64,
+            "v_head_dim": 128,
+        },
+    ),
 }
 
 
