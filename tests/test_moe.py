@@ -321,6 +321,33 @@ def test_kimi_k2_config_is_deepseek_v3s_architecture():
     assert params.active_params(model) == 32_861_477_888
 
 
+def test_fp8_dispatch_halves_the_dispatch_tokens_and_nothing_else():
+    """moe_fp8_dispatch: the dispatch all-to-all's forward carries E4M3 tokens with an fp32
+    scale per 128 elements (DeepSeek-V3 §3.3.2), 1.03125 of 2 bytes an element; its backward and
+    the combine stay BF16. It needs an FP8 run and an all-to-all dispatcher."""
+    from simsp.model.blocks.fp8 import DISPATCH_FP8_BYTES
+
+    w = load_workload("workloads/qwen3-30b-a3b.yaml")
+    fp8 = dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, moe_fp8_dispatch=True))
+
+    def comms(work):
+        ops = build_layer(
+            work.model, work.parallel, work.training.micro_batch, work.training.numerics
+        )
+        return {op.name: (op.fwd_comm.bytes, op.bwd_comm.bytes) for op in ops if op.fwd_comm}
+
+    before, after = comms(w), comms(fp8)
+    fwd, bwd = before["dispatch all-to-all"]
+    assert after["dispatch all-to-all"] == (fwd * DISPATCH_FP8_BYTES / 2, bwd)
+    assert DISPATCH_FP8_BYTES == 1.03125
+    assert after["combine all-to-all"] == before["combine all-to-all"]
+    b200 = load_hardware("hardware/dgx-b200.yaml")
+    assert run(fp8, b200).iteration_time_s < run(w, b200).iteration_time_s
+    bf16 = dataclasses.replace(fp8, training=dataclasses.replace(fp8.training, precision="bf16"))
+    with pytest.raises(InputError, match="moe_fp8_dispatch"):
+        validate(bf16, "w.yaml")
+
+
 def test_mla_attention_ops():
     """MLA at tp 2 (SP): the duplicated down-projections over a rank's s/t tokens, the latents
     (q 1536 + kv 512 + rope 64) gathered over TP, up-projections split over heads, and the fused

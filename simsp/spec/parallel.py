@@ -87,6 +87,11 @@ class ParallelSpec(HashedOnce):
     force-balanced routing (--moe-router-force-load-balancing, Megatron-Bridge's benchmarks since
     25.11) and for experts padded to a capacity factor of 1; the capacity factor when padded to
     another; a measured max/mean for real routing. The slowest rank sets every layer's pace."""
+    moe_fp8_dispatch: bool = False
+    """Send the dispatch all-to-all's tokens in FP8 with one fp32 scale per 128 elements, the
+    combine and every backward all-to-all staying BF16 (DeepSeek-V3, arXiv 2412.19437 §3.3.2;
+    DeepEP's FP8 dispatch): about half the dispatch bytes. An FP8 run's what-if: Megatron-Core's
+    alltoall, DeepEP and HybridEP paths dispatch BF16, and no recipe of the moe set sets it."""
     moe_a2a_overlap: bool = False
     """Hide the expert-parallel all-to-alls of one microbatch behind the compute of another in
     the 1F1B steady state (Megatron-Core --overlap-moe-expert-parallel-comm with
@@ -246,6 +251,7 @@ class ParallelSpec(HashedOnce):
             moe_dispatcher=self.moe_dispatcher,
             moe_flex_backend=self.moe_flex_backend if self.moe_dispatcher == "flex" else "deepep",
             moe_load=self.moe_load,
+            moe_fp8_dispatch=self.moe_fp8_dispatch,
             moe_a2a_overlap=self.moe_a2a_overlap,
             recompute_modules=self.recompute_modules,
         )

@@ -356,6 +356,14 @@ def _expert_rules(w: Workload):
         not p.fsdp,
         "is not modelled with experts yet (use distributed_optimizer)",
     )
+    yield (
+        "parallel.moe_fp8_dispatch",
+        p.moe_fp8_dispatch,
+        not p.moe_fp8_dispatch
+        or (w.training.precision == "fp8" and p.moe_dispatcher in ("alltoall", "flex")),
+        "needs training.precision fp8 and moe_dispatcher alltoall or flex (the tokens an "
+        "all-to-all sends are what it quantizes)",
+    )
 
 
 def _context_rules(w: Workload):

@@ -34,6 +34,8 @@ def fp8_layer(ops: tuple[Op, ...], numerics: Numerics, parallel: ParallelSpec) -
             out.append(fp8_linear(op, recipe, stored, cast_weights=not gathered_fp8))
         elif op.kind == "comm" and op.overlaps_wgrad:
             out.append(fp8_entry(op))
+        elif op.name == DISPATCH and parallel.moe_fp8_dispatch:
+            out.append(fp8_dispatch(op))
         elif op.kind == "flash_attention":
             out.append(flash_output(op, _next_linear(ops, i)))
         else:
@@ -109,6 +111,22 @@ def fp8_entry(op: Op) -> Op:
         return op
     gather = dataclasses.replace(op.fwd_comm, bytes=op.fwd_comm.bytes * BYTES_FP8 / BYTES_16BIT)
     return dataclasses.replace(op, fwd_comm=gather)
+
+
+DISPATCH = "dispatch all-to-all"
+"""The op that carries a mixture of experts' tokens to their experts (model/blocks/moe.py)."""
+DISPATCH_FP8_BYTES = BYTES_FP8 + BYTES_FP32 / 128
+"""Bytes an element of a token takes in an FP8 dispatch: E4M3, and an fp32 scale per 1 x 128
+tile (DeepSeek-V3, arXiv 2412.19437 §3.3.2)."""
+
+
+def fp8_dispatch(op: Op) -> Op:
+    """The dispatch all-to-all with its forward tokens in FP8 (parallel.moe_fp8_dispatch); its
+    backward, the gradients' way back, stays BF16."""
+    tokens = dataclasses.replace(
+        op.fwd_comm, bytes=op.fwd_comm.bytes * DISPATCH_FP8_BYTES / BYTES_16BIT
+    )
+    return dataclasses.replace(op, fwd_comm=tokens)
 
 
 def flash_output(op: Op, projection: Op) -> Op:
