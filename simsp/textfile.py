@@ -89,10 +89,10 @@ def _cannot_write(path, e: OSError) -> InputError:
 
 def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
     """An output path that can be written, checked before any work starts: its folder exists,
-    it is not a folder itself nor a symbolic link (simsp replaces only files it writes, never
-    what a link points to, nor the link), it is none of the command's `inputs` (a run's
-    timeline is not written over its workload), it ends in one of suffixes (when given), and a
-    file can be created beside it (tried and removed)."""
+    it is not a folder itself, a symbolic link (simsp replaces only files it writes, never
+    what a link points to, nor the link) or a device or FIFO, it is none of the command's
+    `inputs` (a run's timeline is not written over its workload), it ends in one of suffixes
+    (when given), and a file can be created beside it (tried and removed)."""
     target = Path(path)
     if suffixes and target.suffix.lower() not in suffixes:
         raise InputError(path, "output", str(path), f"must end in {' or '.join(suffixes)}")
@@ -103,6 +103,8 @@ def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
             raise InputError(path, "output", str(path), "is an input of this command")
     if target.is_dir():
         raise InputError(path, "output", str(path), "is a folder; name a file in it")
+    if target.exists() and not target.is_file():
+        raise InputError(path, "output", str(path), "is not a regular file (a device, a FIFO)")
     if not target.parent.is_dir():
         raise InputError(path, "output", str(path), f"has no folder {target.parent}; create it")
     probe = _temporary(target)

@@ -230,11 +230,29 @@ def test_overlay_page_renders_both_iterations(cpu_trace, cpu_hw, tmp_path):
         ),
         ("types.json", b'{"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 2}]}', "string"),
         ("cut.json.gz", None, "cannot be read"),
+        (
+            "sep.json",
+            '{"traceEvents": [{"ph": "X", "name": "k\u2028x", "ts": 1, "dur": 2}]}'.encode(),
+            "control",
+        ),
+        ("props.json", b'{"traceEvents": [], "deviceProperties": "H100"}', "list of objects"),
+        (
+            "device.json",
+            b'{"traceEvents": [], "deviceProperties": [{"name": "=HYPERLINK(1)"}]}',
+            "formula",
+        ),
+        (
+            "devline.json",
+            b'{"traceEvents": [], "deviceProperties": [{"name": "H100\\nx"}]}',
+            "control",
+        ),
     ],
 )
 def test_a_bad_trace_is_one_input_error_before_hta(tmp_path, name, content, words):
     """Issue 32 class 4: what HTA would meet as a traceback (or read as a CPU trace, for a NaN
-    duration) is refused first, in one line, without HTA installed."""
+    duration) is refused first, in one line, without HTA installed; so are names that would
+    break the tables calibrate writes from a trace (a Unicode line separator, a device name that
+    is a formula or holds a newline) and device properties that are not objects."""
     import gzip
 
     from simsp.errors import InputError

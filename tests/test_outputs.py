@@ -569,3 +569,130 @@ def test_an_error_line_escapes_control_characters_and_cuts_long_names(capsys):
     assert "\x1b" not in err and "\\x1b[31mred" in err and len(err.splitlines()) == 1
     assert main(["run", "workloads/gpt3-175b.yaml", "--set", "a" * 100_000 + "=1"]) == 2
     assert len(capsys.readouterr().err) < 1000
+
+
+# ---------------------------------------------------------------------------- issue 32, continued
+GEMM_CSV = os.path.join(ROOT, "hardware", "calibration", "dgx-a100-80gb", "gemm.csv")
+
+
+def test_an_output_is_never_a_device_or_a_fifo(tmp_path, capsys):
+    """A FIFO (or a device node) at an output path is refused, not replaced by a file."""
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    assert main(["run", W175, "--timeline", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err
+    assert not fifo.is_file() and fifo.exists()
+
+
+def test_the_pareto_page_is_never_written_over_what_the_spec_read(tmp_path, capsys):
+    """`sweep --pareto` naming the spec's own workload (or the spec) is refused before the
+    sweep, and the file is left as it was."""
+    workload = tmp_path / "w.html"
+    workload.write_text(open(W175).read())
+    spec = _spec(tmp_path, workload=str(workload))
+    before = workload.read_bytes()
+    assert main(["sweep", str(spec), "--pareto", str(workload), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is an input" in err
+    assert workload.read_bytes() == before
+
+
+def test_calibrate_never_writes_its_output_over_an_input_or_through_a_link(tmp_path, capsys):
+    """`calibrate --out` equal to its --gemm or --hardware file, or a calibration/<stem>
+    folder that is a symbolic link, is refused, and nothing is written."""
+    gemm = tmp_path / "g.csv"
+    gemm.write_text(open(GEMM_CSV).read())
+    base = ["calibrate", "--hardware", HW, "--gemm", str(gemm)]
+    for out in (str(gemm), HW):
+        before = open(out, "rb").read()
+        assert main([*base, "--out", out]) == 2
+        assert "is an input" in capsys.readouterr().err
+        assert open(out, "rb").read() == before
+    elsewhere, out = tmp_path / "elsewhere", tmp_path / "out"
+    elsewhere.mkdir()
+    (out / "calibration").mkdir(parents=True)
+    (out / "calibration" / "new").symlink_to(elsewhere)
+    assert main([*base, "--out", str(out / "new.yaml")]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == [] and not (out / "new.yaml").exists()
+
+
+def test_a_copy_cut_short_is_removed(tmp_path, monkeypatch, capsys):
+    """A measured file whose copy fails part-way (a full disk) leaves no fragment behind."""
+    import shutil
+
+    from simsp.measure.profiler import measured_files
+
+    def half_copy(src, dest, **_):
+        with open(dest, "wb") as f:
+            f.write(open(src, "rb").read()[:100])
+        raise OSError(28, "No space left on device")
+
+    gemm = tmp_path / "src" / "g.csv"
+    gemm.parent.mkdir()
+    shutil.copy(GEMM_CSV, gemm)
+    monkeypatch.setattr(measured_files.shutil, "copyfile", half_copy)
+    out = tmp_path / "out" / "new.yaml"
+    out.parent.mkdir()
+    assert main(["calibrate", "--hardware", HW, "--gemm", str(gemm), "--out", str(out)]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert sorted(p.name for p in out.parent.iterdir()) == []
+
+
+def test_usage_errors_are_one_bounded_line_without_escapes(capsys):
+    """argparse repeats what was typed; an escape sequence in it is written escaped and a
+    100,000-character value is cut."""
+    assert main(["run", W175, "--\x1b[31mfoo"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and err.count("\n") == 1
+    assert main(["validate", "--set", "a" * 100_000]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 600
+
+
+def test_workers_are_bounded_by_the_cpus(capsys):
+    assert main(["validate", "--set", "paper-table4", "--workers", str(os.cpu_count() + 1)]) == 2
+    assert "the CPUs" in capsys.readouterr().err
+
+
+def test_a_spec_path_resolves_next_to_the_spec_first(tmp_path, monkeypatch):
+    """A spec's `workload: w.yaml` is the one beside the spec even where the working directory
+    holds another w.yaml (paths resolve relative to the file that names them)."""
+    beside, other = tmp_path / "specs", tmp_path / "cwd"
+    beside.mkdir()
+    other.mkdir()
+    data = yaml.safe_load(open(W175))
+    data["name"] = "beside"
+    (beside / "w.yaml").write_text(yaml.safe_dump(data))
+    data["name"] = "cwd"
+    (other / "w.yaml").write_text(yaml.safe_dump(data))
+    spec = beside / "s.yaml"
+    spec.write_text(yaml.safe_dump({"workload": "w.yaml", "hardware": [HW], "gpus": 64}))
+    monkeypatch.chdir(other)
+    from simsp.sweep import load_spec
+
+    assert load_spec(spec).workload.name == "beside"
+
+
+def test_a_second_sweep_reads_the_rows_under_the_lock(tmp_path):
+    """The output's lock is taken before the rows already there are read: while one sweep holds
+    it, another on the same output stops at once."""
+    from simsp.sweep.store import Output
+
+    path = tmp_path / "rows.csv"
+    first = Output(str(path))
+    assert first.existing() == []
+    with pytest.raises(InputError, match="another sweep"):
+        Output(str(path)).existing()
+    first.close([])
+
+
+def test_a_model_of_a_billion_layers_is_refused_at_once(tmp_path, capsys):
+    w = tmp_path / "deep.yaml"
+    w.write_text(
+        "model: {layers: 1000000000, hidden: 64, heads: 2, seq_len: 16, vocab: 100}\n"
+        "training: {global_batch: 1, micro_batch: 1}\n"
+    )
+    assert main(["run", str(w)]) == 2
+    assert "at most 10,000" in capsys.readouterr().err

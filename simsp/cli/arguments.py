@@ -11,18 +11,24 @@ import argparse
 import json
 import sys
 
-from simsp.errors import InputError
+from simsp.errors import InputError, printable
 from simsp.io.config import load_hardware, load_workload, workload_hardware
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.sim.schedule import REGISTRY
 from simsp.spec.knobs import KNOBS, SECTIONS, Knob, parse_bias
+
+MAX_MESSAGE = 400
+"""Longest usage error printed (argparse's message with what was typed)."""
 
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit code 2."""
 
     def error(self, message):
-        print(f"simsp: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        """One line, its control characters escaped and cut to MAX_MESSAGE characters: argparse
+        repeats what was typed (an unknown flag, an invalid choice), which may be anything."""
+        text = printable(message, MAX_MESSAGE)
+        print(f"simsp: error: {text} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 

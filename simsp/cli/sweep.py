@@ -28,13 +28,13 @@ def cmd_sweep(args) -> None:
         raise InputError("--top", "top", args.top, "must not be negative")
     if args.keep is not None:
         check_keep("--keep", "keep", args.keep)
-    if args.pareto:
-        check_output(args.pareto, (".html",))  # before the sweep, not after it
     if args.executor != "local" and not args.executor.startswith("dask://"):
         raise InputError(
             "--executor", "executor", args.executor, "must be local or dask://HOST:PORT"
         )
     spec = load_spec(args.spec, args.hardware_set, args.allow_outside)
+    if args.pareto:  # before the sweep, not after it; never over the spec or what it names
+        check_output(args.pareto, (".html",), inputs=spec.inputs)
     outcome = run_sweep(
         spec,
         args.out,

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 
 from simsp.errors import InputError
@@ -21,8 +22,11 @@ def cmd_validate(args) -> None:
     from simsp.validate.report import json_summary, table, write_outputs
     from simsp.validate.runner import run_validation
 
-    if args.workers is not None and not 1 <= args.workers <= 1024:
-        raise InputError("--workers", "workers", args.workers, "must be 1 to 1024 processes")
+    cpus = os.cpu_count() or 1
+    if args.workers is not None and not 1 <= args.workers <= cpus:
+        raise InputError(
+            "--workers", "workers", args.workers, f"must be 1 to {cpus} processes (the CPUs)"
+        )
     sets = tuple(args.set) if args.set else SETS
     if args.out:
         check_output_dir(args.out)  # before the sets run

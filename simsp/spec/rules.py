@@ -37,11 +37,22 @@ KERNEL_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
 """What a kernel column of a FlashAttention table holds (fa2, fa3, cudnn, trace)."""
 
 
+MAX_LAYERS = 10_000
+"""Most layers a model may have: a run sums over its layer kinds, so a million layers takes
+tens of seconds and a billion hangs (issue 32's bound on every input)."""
+
+
 def _rules(w: Workload, batch: bool = True):
     """(key, value, holds, rule) for every cross-field rule, in the order they are checked;
     without the batch's rules (_batch_rules) where `batch` is false."""
     m, t, p = w.model, w.training, w.parallel
     chunks = p.pp * p.chunks
+    yield (
+        "model.layers",
+        m.layers,
+        m.layers <= MAX_LAYERS,
+        f"must be at most {MAX_LAYERS:,} (the deepest published model has under 200)",
+    )
     yield (
         "parallel.recompute",
         p.recompute,

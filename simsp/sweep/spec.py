@@ -56,6 +56,9 @@ class SweepSpec:
     grid: tuple[tuple[str, tuple], ...]
     """(grid key, values) in the spec's order; keys are GRID_KEYS names."""
     keep: float = DEFAULT_KEEP
+    inputs: tuple[str, ...] = ()
+    """The files the spec read (itself, its workload, its hardware files): no output of the
+    sweep may be one of them."""
 
 
 def positive_int(value) -> bool:
@@ -70,13 +73,13 @@ def check_keep(file, key: str, keep) -> None:
 
 
 def resolve(spec_path: Path, key: str, value, allow_outside: bool = False) -> Path:
-    """A path from a spec: as given (relative to the working directory), else next to the spec;
-    one outside both folder trees (and simsp's shipped workloads and hardware) only with
-    `allow_outside` (`sweep --allow-outside`: a spec from someone else must not make simsp read
-    files of its choosing)."""
+    """A path from a spec: next to the spec (relative to the file that names it), else as given
+    (relative to the working directory); one outside both folder trees (and simsp's shipped
+    workloads and hardware) only with `allow_outside` (`sweep --allow-outside`: a spec from
+    someone else must not make simsp read files of its choosing)."""
     if not isinstance(value, str) or not value:
         raise InputError(spec_path, key, value, "must be a path (a non-empty string)")
-    for candidate in (Path(value), spec_path.parent / value):
+    for candidate in (spec_path.parent / value, Path(value)):
         if candidate.exists():
             from simsp.io.config import inside_trees
 
@@ -89,7 +92,7 @@ def resolve(spec_path: Path, key: str, value, allow_outside: bool = False) -> Pa
                     "workloads; pass --allow-outside to read it",
                 )
             return candidate
-    raise InputError(spec_path, key, value, f"no such file (looked in . and {spec_path.parent})")
+    raise InputError(spec_path, key, value, f"no such file (looked in {spec_path.parent} and .)")
 
 
 def _hardware_path(spec_path: Path, value, allow_outside: bool = False) -> Path:
@@ -181,10 +184,8 @@ def load_spec(path, sets=(), allow_outside: bool = False) -> SweepSpec:
     hw_paths = hw_paths if isinstance(hw_paths, list) else [hw_paths]
     if not hw_paths:
         raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
-    hardware = tuple(
-        load_hardware(_hardware_path(path, p, allow_outside) if p is not None else None, sets)
-        for p in hw_paths
-    )
+    hw_files = [_hardware_path(path, p, allow_outside) if p is not None else None for p in hw_paths]
+    hardware = tuple(load_hardware(f, sets) for f in hw_files)
     names = [h.label for h in hardware]
     if len(set(names)) != len(names):
         raise InputError(
@@ -211,6 +212,7 @@ def load_spec(path, sets=(), allow_outside: bool = False) -> SweepSpec:
         gpus,
         tuple((k, _grid_values(path, k, v)) for k, v in grid.items()),
         float(keep),
+        tuple(str(f) for f in (path, workload_path, *hw_files) if f is not None),
     )
 
 

@@ -71,14 +71,13 @@ def read_csv_rows(path: Path) -> list[dict]:
 
 
 class CsvSink:
-    """Appends whole rows to a CSV, flushing each, with the header on a new file. The file is
-    locked while the sink is open, so a second sweep on the same output stops at once instead
+    """Appends whole rows to a CSV, flushing each, with the header on a new (empty) file. The file
+    is locked while the sink is open, so a second sweep on the same output stops at once instead
     of writing every row twice; a row that cannot be written whole (a full disk) is cut back to
     the last whole row and reported as one line."""
 
     def __init__(self, path: Path):
         self.path = path
-        new = not path.exists() or path.stat().st_size == 0
         try:
             self.f = open(path, "ab", buffering=0)  # each row reaches the file whole, or not
         except OSError as e:
@@ -96,7 +95,7 @@ class CsvSink:
             raise InputError(
                 path, "--out", str(path), "is being written by another sweep; wait for it"
             ) from None
-        if new:
+        if os.fstat(self.f.fileno()).st_size == 0:  # decided under the lock
             self._append(",".join(COLUMNS) + "\n")
 
     def _append(self, text: str) -> None:
@@ -169,9 +168,13 @@ class Output:
                 _own_text(self.journal)
 
     def existing(self) -> list[dict]:
-        """Rows already written by an earlier run of the same output."""
+        """Rows already written by an earlier run of the same output, read under the output's
+        lock (taken here and held until close): a second sweep on the same output either stops
+        at once or, started after the first ended, sees every row the first wrote."""
         if not self.path:
             return []
+        if self.sink is None:
+            self.sink = CsvSink(self.journal)
         rows = []
         if self.parquet and self.path.exists():
             rows = _parquet_rows(self.path)

@@ -134,7 +134,7 @@ def calibrate(req: Request) -> dict:
     """Write the new hardware YAML; return its calibration section as written."""
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
-    _check_out(out)
+    _check_out(out, req)
     _check_inputs(req)
     scalars = {
         key: value
@@ -156,11 +156,20 @@ def calibrate(req: Request) -> dict:
     return cal
 
 
-def _check_out(out: Path) -> None:
-    """The new file's path, checked before anything is copied: not a folder, and its folder
-    either there or creatable."""
+def _check_out(out: Path, req: Request) -> None:
+    """The new file's path, checked before anything is copied: not a folder, a symbolic link,
+    a device or FIFO, nor any file the command reads; its folder either there or creatable."""
     if out.is_dir():
         raise InputError(out, "--out", str(out), "is a folder; name the new YAML file")
+    if out.is_symlink():
+        raise InputError(out, "--out", str(out), "is a symbolic link; name a file")
+    if out.exists() and not out.is_file():
+        raise InputError(out, "--out", str(out), "is not a regular file (a device, a FIFO)")
+    inputs = (req.base, req.gemm, req.gemm_model, *req.nvlink, *req.infiniband, req.host)
+    inputs += (req.optimizer, req.attention, req.grouped_gemm)
+    for given in inputs:
+        if given and out.exists() and Path(given).exists() and out.samefile(given):
+            raise InputError(out, "--out", str(out), "is an input of this command")
     folder = out.resolve().parent
     while not folder.exists():
         folder = folder.parent

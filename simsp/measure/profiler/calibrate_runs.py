@@ -35,7 +35,7 @@ def calibrate_runs(args, command: str) -> None:
     _check_options(args)
     hw = load_hardware(args.hardware)
     check_out(args.hardware, args.out)
-    _check_out(Path(args.out))
+    _check_out(Path(args.out), Request(args.hardware, args.out, host=args.runs))  # runs: an input
     runs = read_runs(args.runs, args.allow_outside)
     names = tuple(n.strip() for n in args.fit.split(",")) if args.fit else tuple(BY_NAME)
     params, skipped = usable(names, hw, asked=bool(args.fit))

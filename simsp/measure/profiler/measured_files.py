@@ -81,6 +81,13 @@ class Placer:
             dest = folder / str(i) / src.name
         if dest not in self.used:
             self.mkdir(dest.parent)
+            for f in (dest.parent, *dest.parent.parents):
+                if f == self.out_dir:
+                    break
+                if f.is_symlink():
+                    raise InputError(
+                        f, "--out", str(f), "is a symbolic link; simsp will not write through it"
+                    )
             self.used[dest] = src
             if dest.is_symlink():
                 raise InputError(
@@ -96,11 +103,11 @@ class Placer:
                         "write; remove it or name another --out",
                     )
                 return relative(dest, self.out_dir)  # the same measurement: kept, not copied
+            self.copied.append(dest)  # before the copy: undo removes a part-written one too
             try:
                 shutil.copyfile(src, dest)
             except OSError as e:
                 raise InputError(
                     dest, "--out", str(dest), f"cannot be written ({e.strerror or e})"
                 ) from None
-            self.copied.append(dest)
         return relative(dest, self.out_dir)
