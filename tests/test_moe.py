@@ -630,8 +630,9 @@ def test_checkpointed_modules_rerun_whole_and_keep_only_their_input():
     """Megatron-Core's normally checkpointed modules (transformer_config.py recompute_modules):
     `moe` re-runs the whole MoE layer, its dispatch and combine all-to-alls included, and keeps
     only its input (the norm's output); `shared_experts` the shared expert with its TP
-    collectives; `mlp` the dense MLP, and never an MoE layer (transformer_layer.py sets
-    recompute_mlp only where the MLP is not an MoELayer)."""
+    collectives; `mlp` the dense MLP with the pre-norm Transformer Engine fuses into its fc1,
+    keeping the norm's input, and never an MoE layer (transformer_layer.py sets recompute_mlp
+    only where the MLP is not an MoELayer)."""
     from simsp.model.layer import dropped, reruns
 
     w = load_workload("workloads/deepseek-v3.yaml")
@@ -662,9 +663,30 @@ def test_checkpointed_modules_rerun_whole_and_keep_only_their_input():
         "shared fc2",
         "shared expert exit",
     }
-    drops, runs = names(dense, "mlp")
-    assert drops == {"SwiGLU input", "fc2 input"}
-    assert runs == {"mlp entry", "fc1", "swiglu", "fc2", "mlp exit"}
+    drops, runs = names(dense, "mlp")  # the pre-norm fused into fc1 (TE's layer spec)
+    assert drops == {"fc1 input", "SwiGLU input", "fc2 input"}
+    assert runs == {"rmsnorm_2", "mlp entry", "fc1", "swiglu", "fc2", "mlp exit"}
+
+
+def test_hardware_flops_count_what_the_recompute_modules_rerun():
+    """HFU adds one forward of each op a recompute module re-runs (a whole MLP under `mlp`),
+    and the core attention as Eq. 8 counts it (three times) only where core_attn is named."""
+    from simsp.model.flops import hardware_flops, model_flops
+
+    w = load_workload("workloads/llama-3.1-8b.yaml")
+    m, gb = w.model, w.training.global_batch
+    model = model_flops(m, gb)
+
+    def extra(modules):
+        return hardware_flops(m, gb, "selective", modules=modules) - model
+
+    ops = build_layer(m, ParallelSpec(), 1)
+    attention = sum(op.fwd_flops for op in ops if op.selective)
+    mlp = sum(op.fwd_flops for op in ops if op.name in ("fc1", "fc2"))
+    per_layer = m.layers * gb
+    assert extra("core_attn") == pytest.approx(3 * attention * per_layer)
+    assert extra("mlp") == pytest.approx(mlp * per_layer)
+    assert extra("moe_act") == 0.0
 
 
 def test_the_moe_module_repeats_the_all_to_all_in_backward():

@@ -22,6 +22,8 @@ def test_cells_are_text_aligned_by_kind_without_trailing_blanks():
         "[bold]x[/bold]    1.5",
         "dgx-h100       13.402",
     ]
+    tab = render([words("name"), Column("n")], [["a\tb", "1"]], width=UNFOLDED)
+    assert tab.splitlines()[1] == "a\\tb 1"  # a tab would have eaten the b
 
 
 def test_words_fold_numbers_never():
@@ -46,10 +48,12 @@ def _sweep_rows(tmp_path):
 
 def test_the_first_tables_fit_a_100_column_terminal(tmp_path):
     """`sweep`'s best rows (the settings all rows share said once above them), `plan`'s and
-    `compare`'s tables, laid out for a 100-column terminal, keep every line within it."""
+    `compare`'s tables, laid out for a 100-column terminal, keep every line within it and every
+    number whole; one row alone, or a terminal too narrow for the numbers, is laid out unfolded
+    rather than cut."""
     rows = best(_sweep_rows(tmp_path), 10)
     sweep = table(rows, width=100)
-    assert sweep.startswith("every row: hardware ")
+    assert sweep.startswith("every row: hardware=dgx-a100-80gb, gpus=64")
     hw = load_hardware("hardware/dgx-a100-80gb.yaml")
     plan = plan_table(rows, ("tp", "cp", "pp", "dp", "micro_batch", "schedule"), hw, width=100)
     w = load_workload("workloads/llama-3.1-70b.yaml")
@@ -57,3 +61,13 @@ def test_the_first_tables_fit_a_100_column_terminal(tmp_path):
     compared = compare_table(results, width=100)
     for text in (sweep, plan, compared):
         assert max(len(line) for line in text.splitlines()) <= 100, text
+    for r in rows:
+        for cell in (f"{float(r['iteration_time_s']):.3f}", f"{float(r['tokens_per_s']):,.0f}"):
+            assert cell in sweep
+    for r in results:
+        assert f"{r.iteration_time_s:.3f}" in compared and f"{r.tokens_per_s:,.0f}" in compared
+        assert r.hardware.label[:8] in compared
+    one = table(rows[:1], width=80)
+    assert "dgx-a100-80gb" in one and f"{float(rows[0]['iteration_time_s']):.3f}" in one
+    narrow = compare_table(results, width=50)
+    assert "dgx-h100" in narrow and f"{results[0].iteration_time_s:.3f}" in narrow

@@ -9,15 +9,17 @@ Hardware FLOPs add what recompute re-runs, counted as the `simsp run --json` con
 (docs/architecture.md) and the paper's Table 5 count it: full recompute one more forward of
 every layer; selective recompute the paper's Eq. 8 as printed, which counts the re-run core
 attention three times (forward and backward again; reference/paper.md §6 notes that its text
-implies once). FlashAttention's own
-internal recomputation in its backward is not counted, as no Megatron figure counts it.
+implies once), where core_attn is among the recompute modules, and one forward of whatever the
+other modules re-run (norms, activations, MLA's up-projections, a whole MLP or MoE layer).
+FlashAttention's own internal recomputation in its backward is not counted, as no Megatron
+figure counts it.
 """
 
 from functools import lru_cache
 
 from simsp.model import stack
 from simsp.model.blocks.checkpoint import rerun as rerun_op
-from simsp.model.layer import Gemm, build_layer
+from simsp.model.layer import Gemm, build_layer, reruns
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 
@@ -32,15 +34,23 @@ RECOMPUTE_PASSES = {"none": 0, "full": 1, "selective": 3, "op": 1}
 
 
 @lru_cache(maxsize=4096)
-def _layer_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
-    """(forward FLOPs of one layer, of its ops the recompute mode re-runs), one sequence."""
-    ops = build_layer(model, ParallelSpec(recompute=recompute), 1)
+def _layer_forward(model: ModelSpec, recompute: str, modules: str = "core_attn") -> tuple:
+    """(forward FLOPs of one layer, the forward-equivalents its recompute re-runs), one
+    sequence: RECOMPUTE_PASSES x the re-run ops; under selective recompute the core attention
+    as Eq. 8 counts it where `modules` name it, and one forward of each op the other modules
+    re-run (Megatron-Core's recompute_modules)."""
+    par = ParallelSpec(recompute=recompute, recompute_modules=modules)
+    ops = build_layer(model, par, 1)
     forward = sum(op.fwd_flops for op in ops)
     if recompute == "op":  # per-op SAC: its re-run ops and GEMM shares (blocks/checkpoint.py)
         rerun = sum(rerun_op(op).fwd_flops for op in ops if op.recompute == "op")
+    elif recompute == "selective":
+        attention = sum(op.fwd_flops for op in ops if op.selective and reruns(op, par))
+        others = sum(op.fwd_flops for op in ops if not op.selective and reruns(op, par))
+        return forward, RECOMPUTE_PASSES[recompute] * attention + others
     else:
-        rerun = forward if recompute == "full" else sum(op.fwd_flops for op in ops if op.selective)
-    return forward, rerun if recompute != "none" else 0.0
+        rerun = forward if recompute == "full" else 0.0
+    return forward, RECOMPUTE_PASSES[recompute] * rerun
 
 
 def _logits_forward(model: ModelSpec, tp: int) -> float:
@@ -48,16 +58,18 @@ def _logits_forward(model: ModelSpec, tp: int) -> float:
     return Gemm(model.seq_len, model.padded_vocab(tp), model.hidden).flops
 
 
-def _layers_forward(model: ModelSpec, recompute: str) -> tuple[float, float]:
+def _layers_forward(
+    model: ModelSpec, recompute: str, modules: str = "core_attn"
+) -> tuple[float, float]:
     """(forward FLOPs of every layer, of what recompute re-runs in them), summed over the stack:
     L x one layer's where every layer is alike."""
     if stack.uniform(model):
-        forward, rerun = _layer_forward(model, recompute)
+        forward, rerun = _layer_forward(model, recompute, modules)
         return model.layers * forward, model.layers * rerun
     both = [
         (n * f, n * r)
         for kind, n in stack.counts(model)
-        for f, r in (_layer_forward(kind, recompute),)
+        for f, r in (_layer_forward(kind, recompute, modules),)
     ]
     return sum(f for f, _ in both), sum(r for _, r in both)
 
@@ -74,19 +86,17 @@ def hardware_flops(
     recompute: str,
     tp: int = 1,
     recomputed_layers: int | None = None,
+    modules: str = "core_attn",
 ) -> float:
-    """Model FLOPs plus RECOMPUTE_PASSES x the re-run ops' forward FLOPs, in every layer or in
-    the `recomputed_layers` that recompute (recompute_num_layers; over layers that differ, their
-    mean re-run each)."""
+    """Model FLOPs plus the forward-equivalents recompute re-runs (_layer_forward), in every
+    layer or in the `recomputed_layers` that recompute (recompute_num_layers; over layers that
+    differ, their mean re-run each); `modules` the selective recompute's modules."""
     if stack.uniform(model):
-        per_layer = _layer_forward(model, recompute)[1]
+        per_layer = _layer_forward(model, recompute, modules)[1]
     else:
-        per_layer = _layers_forward(model, recompute)[1] / model.layers
+        per_layer = _layers_forward(model, recompute, modules)[1] / model.layers
     layers = model.layers if recomputed_layers is None else recomputed_layers
-    return (
-        model_flops(model, global_batch, tp)
-        + RECOMPUTE_PASSES[recompute] * layers * per_layer * global_batch
-    )
+    return model_flops(model, global_batch, tp) + layers * per_layer * global_batch
 
 
 def utilization(flops: float, seconds: float, gpus: int, peak_tflops: float) -> float:

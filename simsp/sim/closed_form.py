@@ -304,7 +304,14 @@ def estimate(w: Workload, hw: HardwareSpec) -> Estimate:
         iteration_time_s=t,
         mfu=utilization(model_flops(w.model, gb, w.parallel.tp), t, gpus, peak_flops),
         hfu=utilization(
-            hardware_flops(w.model, gb, w.parallel.recompute, w.parallel.tp, w.recomputed_layers),
+            hardware_flops(
+                w.model,
+                gb,
+                w.parallel.recompute,
+                w.parallel.tp,
+                w.recomputed_layers,
+                w.parallel.recompute_modules,
+            ),
             t,
             gpus,
             peak_flops,

@@ -320,7 +320,8 @@ def _flops_row(cols: WorkloadColumns, i: int) -> tuple:
     """Model and hardware FLOPs of an iteration (closed_form.estimate's)."""
     model, gb, tp = cols.base.model, int(cols.global_batch[i]), int(cols.tp[i])
     recompute = NAMES["recompute"][cols.recompute[i]]
-    return (model_flops(model, gb, tp), hardware_flops(model, gb, recompute, tp, None))
+    modules = cols.base.parallel.recompute_modules
+    return (model_flops(model, gb, tp), hardware_flops(model, gb, recompute, tp, None, modules))
 
 
 # ---------------------------------------------------------------------------- the arithmetic

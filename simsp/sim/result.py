@@ -115,6 +115,7 @@ class Result:
                 w.parallel.recompute,
                 w.parallel.tp,
                 w.recomputed_layers,
+                w.parallel.recompute_modules,
             ),
             self.iteration_time_s,
             w.parallel.gpus,

@@ -313,6 +313,12 @@ def _expert_rules(w: Workload):
         f"must be one of {', '.join(FLEX_BACKENDS)}",
     )
     if not m.experts:
+        yield (
+            "parallel.moe_fp8_dispatch",
+            p.moe_fp8_dispatch,
+            not p.moe_fp8_dispatch,
+            "needs model.experts: a dense model dispatches no tokens",
+        )
         for key, value, default in (("ep", p.ep, 1), ("etp", p.etp, 0)):
             yield (
                 f"parallel.{key}",
@@ -366,6 +372,13 @@ def _expert_rules(w: Workload):
         p.fsdp,
         not p.fsdp,
         "is not modelled with experts yet (use distributed_optimizer)",
+    )
+    yield (
+        "parallel.recompute_modules",
+        p.recompute_modules,
+        not (p.moe_a2a_overlap and p.recomputes("moe")),
+        "may not name moe with moe_a2a_overlap (Megatron-Core transformer_config.py: 'disable "
+        "moe in recompute_modules when enabling overlap_moe_expert_parallel_comm')",
     )
     yield (
         "parallel.moe_fp8_dispatch",

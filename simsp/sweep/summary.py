@@ -77,7 +77,7 @@ def table(rows: list[dict], width: int | None = None) -> str:
         ]
         for r in rows
     ]
-    above = [f"{HEADS.get(c, c)} {_setting(rows[0], c)}" for c in shared if c != "workload"]
+    above = [f"{HEADS.get(c, c)}={_setting(rows[0], c)}" for c in shared if c != "workload"]
     width = width or width_of_output()
     said = textwrap.wrap(f"every row: {', '.join(above)}", width, subsequent_indent="  ")
     return "\n".join([*(said if above else []), render(columns, cells, width)])

@@ -49,12 +49,7 @@ def _results(title: str, rs: list, reference: str, naive: bool) -> list[str]:
         ]
         for r in rs
     ]
-    return ["", title, *_indented(render(columns, rows))]
-
-
-def _indented(text: str) -> list[str]:
-    """A rendered table's lines under a set's heading, two spaces in."""
-    return ["  " + line for line in text.splitlines()]
+    return ["", title, *render(columns, rows, indent=2).splitlines()]
 
 
 def _gaps(rs: list) -> list[str]:
@@ -93,7 +88,7 @@ def _speedup_table(speedup: dict) -> list[str]:
         "",
         f"{PAIRS_SET}: FP8 speedup t(BF16) / t(FP8), {speedup['n']} pairs: ratio MAPE "
         + (f"{speedup['mape']:.1%}, bias {speedup['bias']:+.1%}" if rows else "-"),
-        *_indented(render(columns, cells)),
+        *render(columns, cells, indent=2).splitlines(),
     ]
 
 
@@ -140,7 +135,7 @@ def _repeats_table(name: str, rs: list, json_key: str, m: dict) -> list[str]:
     cells = [
         [g.label, f"{g.spread:.1%}", simsp, measured, g.description] for g, simsp, measured in rows
     ]
-    return lines + _indented(render(columns, cells))
+    return lines + render(columns, cells, indent=2).splitlines()
 
 
 def _memory_lines(name: str, rs: list, entry: dict) -> list[str]:
@@ -205,7 +200,8 @@ def _metrics_cells(label: str, m: dict, skipped: str) -> list[str]:
 def _by_table(name: str, rs: list, by: str) -> list[str]:
     """One set's metrics for each value of the setting `by`."""
     cells = [_metrics_cells(f"{by}={value}", m, "") for value, m in grouped(rs, by).items()]
-    return ["", f"{name} by {by}:", *_indented(render((words(by), *METRIC_COLUMNS), cells))]
+    table = render((words(by), *METRIC_COLUMNS), cells, indent=2)
+    return ["", f"{name} by {by}:", *table.splitlines()]
 
 
 def table(v: Validation, by: str | None = None, verbose: bool = False) -> str:

@@ -127,9 +127,7 @@ def report(s: dict) -> str:
         for p in s["parameters"]
     ]
     heads = (words("parameter"), Column("base"), Column("fitted"), words("bounds"))
-    rows += [
-        "  " + line for line in render((*heads, words("meaning", fold=True)), params).splitlines()
-    ]
+    rows += render((*heads, words("meaning", fold=True)), params, indent=2).splitlines()
     rows += [f"  not fitted: {n['name']}: {n['reason']}" for n in s["not_fitted"]]
     m, x = s["mape"], s["max_abs_error"]
     errors = [
@@ -137,7 +135,7 @@ def report(s: dict) -> str:
         for label, d in (("MAPE", m), ("max |error|", x))
     ]
     heads = (words(""), Column("uncalibrated"), Column("in-sample"), Column("held-out"))
-    rows += ["  " + line for line in render(heads, errors).splitlines()]
+    rows += render(heads, errors, indent=2).splitlines()
     for f in s["fold_fits"]:
         values = ", ".join(f"{k} {v:g}" for k, v in f["values"].items())
         rows.append(

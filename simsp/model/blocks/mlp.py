@@ -50,13 +50,19 @@ def _activation(model: ModelSpec, dm: Dims) -> Op:
 def mlp_ops(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[Op, ...]:
     """Norm, first projection (2f wide when gated: "If this is a gated linear unit we double the
     output width", Megatron-Core mlp.py, arXiv 2002.05202), activation, second projection,
-    residual. The paper's GeLU MLP names its GEMMs h->4h and 4h->h. Projections, activation and
-    their TP collectives are the submodule the `mlp` recompute module checkpoints."""
+    residual. The paper's GeLU MLP names its GEMMs h->4h and 4h->h. The pre-norm, projections,
+    activation and their TP collectives are the submodule the `mlp` recompute module
+    checkpoints."""
     fc1, fc2 = ("h->4h", "4h->h") if model.mlp == "gelu" else ("fc1", "fc2")
+    norm = pre_norm(model, 2, "mlp", dm)
+    # the checkpoint keeps the submodule's input: Transformer Engine's layer spec fuses the
+    # pre-norm into fc1 (pre_mlp_layernorm is an IdentityOp, gpt_layer_specs.py), so that is
+    # the norm's input, and the norm re-runs with it; without a pre-norm, fc1's own input
+    kept = tuple(s.name for op in norm for s in op.saves) or (f"{fc1} input",)
     return (
-        *pre_norm(model, 2, "mlp", dm),
+        *inside(("mlp",), norm, inputs=kept),
         residual_grad("residual 2", "mlp", dm.x / dm.seq),
-        *inside(("mlp",), _mlp(model, parallel, dm, fc1, fc2), inputs=(f"{fc1} input",)),
+        *inside(("mlp",), _mlp(model, parallel, dm, fc1, fc2), inputs=kept),
         *post_norm(model, 2, "mlp", dm),
         residual(model, 2, "mlp", dm),
     )
