@@ -5,7 +5,8 @@ code 2 and one line naming the file, key, value and rule, within the fuzz limits
 left behind. Cases are plain data (argv with `{d}` for the case's own folder, and the files to
 put there), generated deterministically, so a failure names a case that can be re-run by hand.
 
-Classes of input: file bytes (binary, non-UTF-8, empty, huge, alias bombs, deep nesting),
+Classes of input (issue 32's trust classes in trust_cases): file bytes (binary, non-UTF-8,
+empty, huge, alias bombs, deep nesting),
 structure (a section as a list, string or number), every workload, hardware and sweep key given
 every kind of wrong value (NaN, infinity, integers too big for a float, negatives, the wrong
 type), physical ranges (efficiencies above 1, achieved rates above peak, zero bandwidths),
@@ -584,6 +585,75 @@ def calibrate_cases() -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------- issue 32
+def _trace(events: list, **meta) -> bytes:
+    import json
+
+    return json.dumps({"traceEvents": events, **meta}).encode()
+
+
+def trust_cases() -> list[Case]:
+    """Issue 32's classes: outputs over inputs, formulas, traces that break what is written
+    from them, typed text a terminal would run, and bounds on what an input may ask for."""
+    w = _dump(_workload())
+    cases = []
+    # an output may never be an input: the pareto page over the spec's workload, calibrate's
+    # new file over the table it reads
+    spec = _dump({"workload": "w.html", "hardware": [str(HW)], "gpus": 4})
+    cases.append(
+        Case(
+            "sweep/pareto-over-workload",
+            ("sweep", "{d}/s.yaml", "--pareto", "{d}/w.html", "--no-progress"),
+            (("w.html", w), ("s.yaml", spec)),
+        )
+    )
+    gemm = (CAL / "gemm.csv").read_bytes()
+    argv = ("calibrate", "--hardware", str(HW), "--gemm", "{d}/g.csv", "--out", "{d}/g.csv")
+    cases.append(Case("calibrate/out-is-gemm", argv, (("g.csv", gemm),)))
+    # names a spreadsheet would run
+    for name in ("=HYPERLINK(1)", "+1+cmd", "@SUM(1)", "-2+3"):
+        files = (("w.yaml", _dump({**_workload(), "name": name})),)
+        cases.append(Case(f"run/name={name}", ("run", "{d}/w.yaml"), files))
+    # traces whose names would break the tables calibrate writes, or HTA itself
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}
+    traces = {
+        "device-props-string": _trace([kernel], deviceProperties="H100"),
+        "device-formula": _trace([kernel], deviceProperties=[{"name": "=HYPERLINK(1)"}]),
+        "device-newline": _trace([kernel], deviceProperties=[{"name": "H100\nx"}]),
+        "kernel-line-separator": _trace([{**kernel, "name": "k\u2028x"}]),
+        "kernel-dur-nan": _trace([{**kernel, "dur": float("nan")}]),
+        "deep": b"[" * 100_000 + b"]" * 100_000,
+    }
+    for label, data in traces.items():
+        files = (("t.json", data), ("w.yaml", w))
+        cases.append(
+            Case(
+                f"calibrate/trace/{label}",
+                (
+                    "calibrate",
+                    "--trace",
+                    "{d}/t.json",
+                    "--workload",
+                    "{d}/w.yaml",
+                    "--hardware",
+                    str(HW),
+                    "--out",
+                    "{d}/new.yaml",
+                ),
+                files,
+            )
+        )
+    # typed text: an escape in an unknown flag, a 100,000-character choice, a huge pool
+    files = (("w.yaml", w),)
+    cases.append(Case("run/flag-escape", ("run", "{d}/w.yaml", "--\x1b[31mfoo"), files))
+    cases.append(Case("validate/set-100k", ("validate", "--set", "a" * 100_000)))
+    cases.append(Case("validate/workers-1e6", ("validate", "--workers", "1000000")))
+    # bounds: a billion layers
+    deep = {**_workload(), "model": {**_workload()["model"], "layers": 10**9}}
+    cases.append(Case("run/layers-1e9", ("run", "{d}/w.yaml"), (("w.yaml", _dump(deep)),)))
+    return cases
+
+
 def all_cases() -> list[Case]:
     """Every generated case, in a fixed order."""
     return (
@@ -593,4 +663,5 @@ def all_cases() -> list[Case]:
         + hardware_cases()
         + sweep_cases()
         + calibrate_cases()
+        + trust_cases()
     )
