@@ -611,6 +611,8 @@ def trust_cases() -> list[Case]:
     argv = ("calibrate", "--hardware", str(HW), "--gemm", "{d}/g.csv", "--out", "{d}/g.csv")
     cases.append(Case("calibrate/out-is-gemm", argv, (("g.csv", gemm),)))
     # names a spreadsheet would run
+    argv = ("calibrate", "--hardware", str(HW), "--name", "=HYPERLINK(1)", "--out", "{d}/n.yaml")
+    cases.append(Case("calibrate/name-formula", argv))
     for name in ("=HYPERLINK(1)", "+1+cmd", "@SUM(1)", "-2+3"):
         files = (("w.yaml", _dump({**_workload(), "name": name})),)
         cases.append(Case(f"run/name={name}", ("run", "{d}/w.yaml"), files))

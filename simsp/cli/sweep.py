@@ -46,6 +46,11 @@ def cmd_sweep(args) -> None:
         args.max_grid,
         args.max_actions,
     )
+    if args.pareto:  # written before anything is printed: a failure is the one line
+        from simsp.textfile import write_text
+
+        name = f"{spec.workload.name} on {spec.gpus} GPUs: iteration time vs peak HBM"
+        write_text(args.pareto, figure_page(pareto_figure(outcome.rows, name)))
     print(summary(outcome), file=sys.stderr)
     top = best(outcome.rows, args.top)
     if args.json:
@@ -63,11 +68,6 @@ def cmd_sweep(args) -> None:
 
                 t = spec.workload.training
                 print(band_note(accuracy_of(spec.hardware[0], t.precision, stack=t.knob("stack"))))
-    if args.pareto:
-        from simsp.textfile import write_text
-
-        name = f"{spec.workload.name} on {spec.gpus} GPUs: iteration time vs peak HBM"
-        write_text(args.pareto, figure_page(pareto_figure(outcome.rows, name)))
 
 
 def register(sub) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simsp.cost import CostModel
 from simsp.errors import InputError
-from simsp.io.config import load_hardware, read_yaml, yaml_text
+from simsp.io.config import check_name, load_hardware, read_yaml, yaml_text
 from simsp.measure.profiler._torch import today
 from simsp.measure.profiler.measured_files import Placer, as_list, rebase
 from simsp.measure.profiler.yaml_lines import (
@@ -135,6 +135,8 @@ def calibrate(req: Request) -> dict:
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
     _check_out(out, req)
+    if req.name is not None:  # before anything is staged: the error names the flag
+        check_name("--name", req.name)
     _check_inputs(req)
     scalars = {
         key: value
