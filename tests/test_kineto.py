@@ -291,3 +291,21 @@ def test_overlay_refuses_one_file_for_both_outputs_and_an_input_as_output(tmp_pa
     argv = ["overlay", str(BERT_TRACE), str(BERT), "--out", str(BERT_TRACE)]
     assert simsp.cli.main.main(argv) == 2
     assert "is an input" in capsys.readouterr().err
+
+
+def test_a_table_the_trace_yields_that_breaks_a_rule_names_the_trace(tmp_path, monkeypatch):
+    """Issue 32: a value derived from the trace that a hardware file may not hold (a host floor
+    of 1e299 us from a duration of 1e300) is reported against the trace, not simsp's staging
+    folder."""
+    from simsp.errors import InputError
+    from simsp.measure.kineto import calibrate as from_trace
+    from simsp.measure.profiler import calibrate as placing
+
+    def refuse(req):
+        raise InputError(Path(req.gemm).parent / "host.yaml", "host_forward_us", 1e299, "is big")
+
+    monkeypatch.setattr(placing, "calibrate", refuse)
+    with pytest.raises(InputError) as e:
+        from_trace.calibrate_from_trace(BERT_TRACE, BERT, tmp_path / "hw.yaml", None, "test")
+    assert str(e.value).startswith(str(BERT_TRACE)) and "simsp-trace" not in str(e.value)
+    assert "host.yaml: host_forward_us" in str(e.value)

@@ -115,6 +115,12 @@ def calibrate_from_trace(trace, workload, out, hardware=None, command: str = "")
                 notes=tuple(notes),
             )
         )
+    except InputError as e:
+        if not Path(e.file).resolve().is_relative_to(Path(folder).resolve()):
+            raise
+        # a table derived from the trace breaks a rule: the trace is what the user gave
+        key = f"{Path(e.file).name}: {e.key}"
+        raise InputError(trace, "traceEvents", None, f"yields {key} that {e.rule}") from None
     finally:
         cleanup(folder)
     return {
