@@ -508,3 +508,10 @@ def test_a_mistyped_dense_config_is_one_input_error(patch, key, words):
     with pytest.raises(InputError) as e:
         model_fields(config, "c.json")
     assert e.value.key == key and words in e.value.rule and e.value.file == "c.json"
+
+
+def test_a_size_past_two_to_the_53_names_the_config():
+    """Issue 32: the bound on every count is checked where config.json is read, so the error
+    names that file and its key, not the workload the model was merged into."""
+    e = error({**LLAMA_MIN, "hidden_size": 10**20})
+    assert e.file == "cfg.json" and e.key == "hidden_size" and "2**53" in e.rule

@@ -47,6 +47,7 @@ from simsp.io.hf_families import (
     ROPE_FRACTION_KEYS,
     Family,
 )
+from simsp.spec.fields import MAX_INT
 
 MOE_REFUSED = (
     "is a mixture of experts whose layers simsp does not model yet "
@@ -214,6 +215,8 @@ def _as_positive(source, key, value) -> int:
     """value as a positive int (the transformers configuration classes type these `int`)."""
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise InputError(source, key, value, "must be a positive integer")
+    if value > MAX_INT:  # checked here, so the error names config.json, not the workload
+        raise InputError(source, key, value, f"must be at most 2**53 ({MAX_INT:,})")
     return value
 
 
