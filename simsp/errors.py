@@ -60,3 +60,9 @@ def unknown_key_rule(key, known) -> str:
     if near:
         return f"unknown key; did you mean {' or '.join(near)}?"
     return f"unknown key; known: {', '.join(map(str, known))}"
+
+
+def unquoted(e: InputError) -> InputError:
+    """The same error without the value: for a file that a spec or a runs CSV named, not the
+    command line, whose contents an error must not copy into a log (issue 32)."""
+    return InputError(e.file, e.key, NOT_SHOWN, e.rule)

@@ -696,3 +696,27 @@ def test_a_model_of_a_billion_layers_is_refused_at_once(tmp_path, capsys):
     )
     assert main(["run", str(w)]) == 2
     assert "at most 10,000" in capsys.readouterr().err
+
+
+def test_an_error_about_a_file_the_spec_named_does_not_quote_its_value(tmp_path, capsys):
+    """Issue 32 class 1: a spec (or a runs CSV) from someone else names a YAML; a bad value
+    there is reported by file and key, never copied into the log. Named on the command line,
+    the same file's error quotes it."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: x\nmodel: {layers: S3CR3T-val, hidden: 64, heads: 2, seq_len: 16, vocab: 100}\n"
+        "training: {global_batch: 1, micro_batch: 1}\n"
+    )
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"workload: bad.yaml\nhardware: [{HW}]\ngpus: 1\n")
+    assert main(["sweep", str(spec), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "model.layers=(not shown)" in err and "S3CR3T" not in err
+    runs = tmp_path / "runs.csv"
+    runs.write_text("workload,iteration_s\nbad.yaml,1.0\n")
+    out = tmp_path / "fitted.yaml"
+    assert main(["calibrate", "--hardware", HW, "--runs", str(runs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "S3CR3T" not in err and err.count("\n") == 1
+    assert main(["run", str(bad)]) == 2
+    assert "S3CR3T" in capsys.readouterr().err

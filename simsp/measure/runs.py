@@ -32,7 +32,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from simsp.errors import InputError
+from simsp.errors import InputError, unquoted
 from simsp.spec.knobs import BY_NAME, KNOBS, SHORT_NAMES, parse_bias
 from simsp.spec.workload import Workload
 from simsp.textfile import read_text
@@ -237,7 +237,7 @@ def _from_file(
         column = _column(e.key, cells)
         if column in cells:
             raise InputError(where, column, e.value, e.rule) from None
-        raise InputError(where, WORKLOAD, given, f"{e}") from None
+        raise InputError(where, WORKLOAD, given, f"{unquoted(e)}") from None
 
 
 def _inline(where: str, name: str, sections: dict, cells: dict) -> Workload:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simsp.errors import InputError, short_repr
+from simsp.errors import InputError, short_repr, unquoted
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS, work
 from simsp.sim.schedule import REGISTRY
 from simsp.spec.hardware import HardwareSpec
@@ -93,6 +93,17 @@ def resolve(spec_path: Path, key: str, value, allow_outside: bool = False) -> Pa
                 )
             return candidate
     raise InputError(spec_path, key, value, f"no such file (looked in {spec_path.parent} and .)")
+
+
+def _named(path, load, *args):
+    """load(*args) of a file the spec names: an error about that file's contents does not quote
+    its value (the spec, not the command line, chose the file)."""
+    try:
+        return load(*args)
+    except InputError as e:
+        if path is not None and Path(e.file) == Path(path):
+            raise unquoted(e) from None
+        raise
 
 
 def _hardware_path(spec_path: Path, value, allow_outside: bool = False) -> Path:
@@ -177,7 +188,7 @@ def load_spec(path, sets=(), allow_outside: bool = False) -> SweepSpec:
     if "workload" not in data:
         raise InputError(path, "workload", None, "is required")
     workload_path = resolve(path, "workload", data["workload"], allow_outside)
-    workload = load_workload(workload_path)  # checked first
+    workload = _named(workload_path, load_workload, workload_path)  # checked first
     if "name" in data:
         check_name(path, data["name"])
     hw_paths = data.get("hardware", workload_hardware(workload_path))
@@ -185,7 +196,7 @@ def load_spec(path, sets=(), allow_outside: bool = False) -> SweepSpec:
     if not hw_paths:
         raise InputError(path, "hardware", hw_paths, "must name at least one hardware file")
     hw_files = [_hardware_path(path, p, allow_outside) if p is not None else None for p in hw_paths]
-    hardware = tuple(load_hardware(f, sets) for f in hw_files)
+    hardware = tuple(_named(f, load_hardware, f, sets) for f in hw_files)
     names = [h.label for h in hardware]
     if len(set(names)) != len(names):
         raise InputError(
