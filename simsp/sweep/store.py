@@ -170,15 +170,22 @@ class Output:
     def existing(self) -> list[dict]:
         """Rows already written by an earlier run of the same output, read under the output's
         lock (taken here and held until close): a second sweep on the same output either stops
-        at once or, started after the first ended, sees every row the first wrote."""
+        at once or, started after the first ended, sees every row the first wrote. A journal
+        this call creates is removed again if the rows cannot be read."""
         if not self.path:
             return []
+        rows = _parquet_rows(self.path) if self.parquet and self.path.exists() else []
+        made = not self.journal.exists()
         if self.sink is None:
             self.sink = CsvSink(self.journal)
-        rows = []
-        if self.parquet and self.path.exists():
-            rows = _parquet_rows(self.path)
-        return rows + read_csv_rows(self.journal)
+        try:
+            return rows + read_csv_rows(self.journal)
+        except BaseException:
+            if made:
+                self.sink.close()
+                self.sink = None
+                self.journal.unlink(missing_ok=True)
+            raise
 
     def write(self, row: dict) -> None:
         if self.path:
