@@ -51,7 +51,7 @@ def _setting(r: dict, c: str) -> str:
 def table(rows: list[dict], width: int | None = None) -> str:
     """Rows as a readable table: the usual settings, then every other that varies, then the
     results. A usual setting all rows share is said once above the table instead (`every row:
-    hardware dgx-h100, gpus 1024, ...`), so that the table fits a 100-column terminal."""
+    hardware=dgx-h100, gpus=1024, ...`), so that the table fits a 100-column terminal."""
     shared = [c for c in SHOWN if len(rows) > 1 and len({r[c] for r in rows}) == 1]
     several = {c for c in SHOWN if len({r[c] for r in rows}) > 1}
     keys = [c for c in SHOWN if c not in shared and (c != "workload" or c in several)]
