@@ -204,26 +204,40 @@ class ComputeModel:
 
     def gemm(self, g: Gemm, layout: str = FORWARD) -> Timed:
         """A (batched) GEMM in its operand type: the measured table where it covers the shape,
-        then the modeled table, else the roofline; a grouped GEMM, that time times the nearest
-        measured grouped GEMM's own over the time the tables give it (grouped_ratio)."""
-        timed = self._gemm(g, layout)
-        if not (g.grouped and self.grouped and g.batch > 1):  # one group is one plain GEMM
-            return timed
+        then the modeled table, else the roofline. A grouped GEMM (a mixture of experts' local
+        experts) is what Transformer Engine runs: one plain GEMM a group (`_groups_s`), times,
+        where the hardware has a grouped table, the nearest measured grouped GEMM's own time
+        over that same sum (grouped_ratio)."""
+        if not (g.grouped and g.batch > 1):  # one group is one plain GEMM
+            return self._gemm(g, layout)
+        seconds, source = self._groups_s(g, layout)
+        if not self.grouped:
+            return Timed(seconds, source + " x groups")
         ratio = self.grouped_ratio(*_forward_shape(g, layout), layout)
-        return Timed(timed.seconds * ratio, timed.source + "+grouped")
+        return Timed(seconds * ratio, source + "+grouped")
+
+    def _groups_s(self, g: Gemm, layout: str) -> tuple[float, str]:
+        """G groups as G plain GEMMs of one group's shape, each priced by the tables: TE's
+        grouped GEMM launches one cuBLAS GEMM a group over 4 compute streams
+        (TransformerEngine transformer_engine/common/gemm/cublaslt_gemm.cu
+        multi_stream_cublas_gemm, gemm.h num_streams = 4), not one strided-batched GEMM, whose
+        rates the batched rows of the GEMM tables (or, beyond them, the roofline) give."""
+        one = self._gemm(dataclasses.replace(g, batch=1, grouped=False), layout)
+        return one.seconds * g.batch, one.source
 
     def grouped_ratio(self, groups: int, m: int, n: int, k: int, layout: str) -> float:
-        """How much longer the nearest measured grouped GEMM of this stage took than the GEMM
-        tables price its groups (as a batch of equal GEMMs): what running the groups as one
-        Transformer Engine grouped GEMM costs beyond the per-shape rate. Measured in BF16 and
-        applied to FP8 grouped GEMMs too (the same kernel family, each group's own shape)."""
+        """How much longer the nearest measured grouped GEMM of this stage took than its groups
+        as plain GEMMs of the tables (`_groups_s`): what running the groups as one Transformer
+        Engine grouped GEMM costs, or saves through its streams, beyond the per-shape rate.
+        Measured in BF16 and applied to FP8 grouped GEMMs too (the same kernel family, each
+        group's own shape)."""
         p = self.grouped.nearest(groups, m, n, k, layout)
         key = (p, layout)
         if key not in self._grouped_ratio:
-            fwd = Gemm(p.m, p.n, p.k, p.groups)
+            fwd = Gemm(p.m, p.n, p.k, p.groups, grouped=True)
             (dgrad, _), (wgrad, _) = gemm_grad_shapes(fwd)
             shape = {FORWARD: fwd, DGRAD: dgrad, WGRAD: wgrad}[layout]
-            priced = self._gemm(shape, layout).seconds
+            priced, _ = self._groups_s(shape, layout)
             measured = p.flops / (p.tflops * TERA)
             self._grouped_ratio[key] = measured / priced
         return self._grouped_ratio[key]
