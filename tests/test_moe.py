@@ -736,3 +736,76 @@ def test_ep_overlap_pairs_the_passes_as_megatron_schedules_them():
     # | B.attn after B.dispatch (max(4, 5) + 2 = 7) -> 9 | F.post after F.combine (max(7,8)+2=10)
     assert _paired_layer_s(f, b) == 10
     assert _paired_layer_s(f[:3], b) is None  # not the dispatch / combine pattern
+
+
+def _dsv3_shared(overlap: bool, **parallel):
+    """DeepSeek-V3's recipe on the alltoall dispatcher without EP overlap (as Megatron-Bridge
+    25.09 ran it on B200s), the shared expert beside the all-to-alls or not."""
+    w = load_workload("workloads/deepseek-v3.yaml")
+    settings = {"moe_dispatcher": "alltoall", "moe_a2a_overlap": False} | parallel
+    par = dataclasses.replace(w.parallel, moe_shared_expert_overlap=overlap, **settings)
+    return validate(dataclasses.replace(w, parallel=par), "t")
+
+
+def test_shared_expert_overlap_pairs_the_shared_expert_with_each_all_to_all():
+    """moe_shared_expert_overlap: the shared expert's fc1 and activation run beside the dispatch
+    all-to-all, its fc2 beside the combine, forward and backward (shared_experts.py's side
+    stream): each pair takes the longer of the two, the all-to-all holding its SMs meanwhile
+    (overlap.shared_sms_s); the rest of the layer is unchanged."""
+    from simsp.cost import layer_time as LT
+    from simsp.cost.overlap import shared_sms_s
+    from simsp.spec.layout import layer_placement
+
+    def entries(w):
+        kind = stack.kinds(w.model)[-1]  # a layer with experts
+        ops = build_layer(kind, w.parallel.for_layer(), w.training.micro_batch)
+        place = layer_placement(w.parallel, H100.node.gpus)
+        return LT.layer_time(ops, cost_model(H100), w.parallel.for_layer(), place).entries
+
+    off, on = entries(_dsv3_shared(False)), entries(_dsv3_shared(True))
+    share = H100.calibration.collective_sm_share
+    for phase in ("forward", "backward"):
+        before = {e.op: e for e in off if e.phase == phase}
+        after = {e.op: e for e in on if e.phase == phase}
+        assert before.keys() == after.keys()
+        changed = 0.0
+        for which, shared in (
+            ("dispatch", ("shared fc1", "shared swiglu", "shared expert entry")),
+            ("combine", ("shared fc2", "shared expert exit")),
+        ):
+            a2a = before[f"{which} all-to-all: all-to-all"]
+            work = sum(e.seconds for n, e in after.items() if n.startswith(shared))
+            assert work > 0
+            span = max(shared_sms_s(work, a2a.busy_s, share), a2a.busy_s)
+            assert after[a2a.op].seconds == pytest.approx(span - work)
+            changed += a2a.seconds + work - span
+        total_off = sum(e.seconds for e in before.values())
+        total_on = sum(e.seconds for e in after.values())
+        assert total_on == pytest.approx(total_off - changed) and total_on < total_off
+    w = _dsv3_shared(True)
+    assert run(w, H100).iteration_time_s < run(_dsv3_shared(False), H100).iteration_time_s
+
+
+@pytest.mark.parametrize(
+    "change, rule",
+    [
+        ({"moe_dispatcher": "flex"}, "only works with alltoall"),
+        ({"moe_a2a_overlap": True}, "overlap_moe_expert_parallel_comm"),
+        (
+            {"recompute": "selective", "recompute_modules": "shared_experts"},
+            "shared_experts recompute cannot work",
+        ),
+    ],
+)
+def test_shared_expert_overlap_keeps_megatron_cores_rules(change, rule):
+    with pytest.raises(InputError, match=rule):
+        _dsv3_shared(True, **change)
+
+
+def test_shared_expert_overlap_needs_shared_experts():
+    with pytest.raises(InputError, match="model.shared_expert_ffn"):
+        _qwen(moe_shared_expert_overlap=True)  # Qwen3-30B-A3B has none
+    w = load_workload("workloads/llama-3.1-8b.yaml")
+    dense = dataclasses.replace(w.parallel, moe_shared_expert_overlap=True)
+    with pytest.raises(InputError, match="dispatches no tokens"):
+        validate(dataclasses.replace(w, parallel=dense), "t")

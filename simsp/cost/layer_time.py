@@ -370,13 +370,40 @@ def _neighbours(ops: tuple[Op, ...], i: int) -> tuple[Op | None, Op | None]:
 
 
 def _forward(ops: tuple[Op, ...], p: _Pass, phase: str) -> list[Entry]:
-    """The forward (or recompute) entries of the ops, in order."""
-    return [e for i, op in enumerate(ops) for e in p.forward(op, phase, *_neighbours(ops, i))]
+    """The forward (or recompute) entries of the ops, in order; ops on a side stream beside an
+    all-to-all with it (`_beside`)."""
+    out, side = [], {}
+    for i, op in enumerate(ops):
+        entries = p.forward(op, phase, *_neighbours(ops, i))
+        (side.setdefault(op.beside, []) if op.beside else out).extend(entries)
+    return _beside(out, side, p.cost.hw.calibration.collective_sm_share)
 
 
 def _backward(ops: tuple[Op, ...], p: _Pass) -> list[Entry]:
-    """The backward entries of the ops, last op first."""
-    out = []
+    """The backward entries of the ops, last op first; side-stream ops as in `_forward`."""
+    out, side = [], {}
     for i in range(len(ops) - 1, -1, -1):
-        out += p.backward(ops[i], *_neighbours(ops, i))
-    return out
+        entries = p.backward(ops[i], *_neighbours(ops, i))
+        (side.setdefault(ops[i].beside, []) if ops[i].beside else out).extend(entries)
+    return _beside(out, side, p.cost.hw.calibration.collective_sm_share)
+
+
+def _beside(entries: list[Entry], side: dict[str, list[Entry]], sm_share: float) -> list[Entry]:
+    """Ops run on a side stream beside the `which all-to-all` of a pass (the shared experts
+    under moe_shared_expert_overlap): the pair takes the longer of the all-to-all and the ops,
+    slowed by the SMs the all-to-all holds (overlap.shared_sms_s); the ops keep their seconds
+    and the all-to-all adds what the pair takes beyond them. Entries of another phase (a
+    deferred weight gradient) run in turn, as do ops with no all-to-all of that name."""
+    for which, extra in side.items():
+        prefix = f"{which} all-to-all: "
+        at = [i for i, e in enumerate(entries) if e.op.startswith(prefix)]
+        if not at:
+            entries += extra
+            continue
+        comm = entries[at[-1]]
+        paired = [e for e in extra if e.phase == comm.phase]
+        work_s = sum(e.seconds for e in paired)
+        span = max(shared_sms_s(work_s, comm.busy_s, sm_share), comm.busy_s)
+        entries[at[-1] : at[-1] + 1] = [dataclasses.replace(comm, seconds=span - work_s), *paired]
+        entries += [e for e in extra if e.phase != comm.phase]
+    return entries

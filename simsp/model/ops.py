@@ -219,6 +219,10 @@ class Op:
     ops: model/blocks/elementwise.py); each is priced at its own size."""
     bwd_kernels: int = 1
     """Kernels the backward's bytes are moved by."""
+    beside: str = ""
+    """The expert-parallel all-to-all (`dispatch` or `combine`) this op runs beside, on a side
+    stream, forward and backward: the shared experts under moe_shared_expert_overlap
+    (Megatron-Core shared_experts.py SharedExpertMLP.stream)."""
 
     @property
     def fwd_flops(self) -> float:

@@ -92,6 +92,13 @@ class ParallelSpec(HashedOnce):
     combine and every backward all-to-all staying BF16 (DeepSeek-V3, arXiv 2412.19437 §3.3.2;
     DeepEP's FP8 dispatch): about half the dispatch bytes. An FP8 run's what-if: Megatron-Core's
     alltoall, DeepEP and HybridEP paths dispatch BF16, and no recipe of the moe set sets it."""
+    moe_shared_expert_overlap: bool = False
+    """Run the shared experts on a side stream beside the token all-to-alls (Megatron-Core
+    --moe-shared-expert-overlap, shared_experts.py and token_dispatcher.py): the shared expert's
+    first linear and activation beside the dispatch all-to-all, its second linear beside the
+    combine, each pair taking the longer of the two (the collective holding its SMs meanwhile).
+    Needs shared experts and the alltoall dispatcher (TransformerConfig: 'moe_shared_expert_overlap
+    only works with alltoall token dispatcher')."""
     moe_a2a_overlap: bool = False
     """Hide the expert-parallel all-to-alls of one microbatch behind the compute of another in
     the 1F1B steady state (Megatron-Core --overlap-moe-expert-parallel-comm with
@@ -253,6 +260,7 @@ class ParallelSpec(HashedOnce):
             moe_load=self.moe_load,
             moe_fp8_dispatch=self.moe_fp8_dispatch,
             moe_a2a_overlap=self.moe_a2a_overlap,
+            moe_shared_expert_overlap=self.moe_shared_expert_overlap,
             recompute_modules=self.recompute_modules,
         )
 

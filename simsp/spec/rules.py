@@ -313,12 +313,16 @@ def _expert_rules(w: Workload):
         f"must be one of {', '.join(FLEX_BACKENDS)}",
     )
     if not m.experts:
-        yield (
-            "parallel.moe_fp8_dispatch",
-            p.moe_fp8_dispatch,
-            not p.moe_fp8_dispatch,
-            "needs model.experts: a dense model dispatches no tokens",
-        )
+        for key, value in (
+            ("moe_fp8_dispatch", p.moe_fp8_dispatch),
+            ("moe_shared_expert_overlap", p.moe_shared_expert_overlap),
+        ):
+            yield (
+                f"parallel.{key}",
+                value,
+                not value,
+                "needs model.experts: a dense model dispatches no tokens",
+            )
         for key, value, default in (("ep", p.ep, 1), ("etp", p.etp, 0)):
             yield (
                 f"parallel.{key}",
@@ -379,6 +383,30 @@ def _expert_rules(w: Workload):
         not (p.moe_a2a_overlap and p.recomputes("moe")),
         "may not name moe with moe_a2a_overlap (Megatron-Core transformer_config.py: 'disable "
         "moe in recompute_modules when enabling overlap_moe_expert_parallel_comm')",
+    )
+    yield (
+        "parallel.moe_shared_expert_overlap",
+        p.moe_shared_expert_overlap,
+        not p.moe_shared_expert_overlap
+        or (m.shared_expert_ffn > 0 and p.moe_dispatcher == "alltoall"),
+        "needs model.shared_expert_ffn and moe_dispatcher alltoall (Megatron-Core "
+        "TransformerConfig: 'moe_shared_expert_overlap only works with alltoall token "
+        "dispatcher')",
+    )
+    yield (
+        "parallel.moe_shared_expert_overlap",
+        p.moe_shared_expert_overlap,
+        not (p.moe_shared_expert_overlap and p.moe_a2a_overlap),
+        "may not be set with moe_a2a_overlap (Megatron-Core TransformerConfig: 'disable "
+        "moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm')",
+    )
+    yield (
+        "parallel.recompute_modules",
+        p.recompute_modules,
+        not (p.moe_shared_expert_overlap and p.recomputes("shared_experts")),
+        "may not name shared_experts with moe_shared_expert_overlap (Megatron-Core "
+        "TransformerConfig: 'shared_experts recompute cannot work with "
+        "--moe-shared-expert-overlap')",
     )
     yield (
         "parallel.moe_fp8_dispatch",

@@ -67,6 +67,15 @@ MOE_RECIPES = {
     ("26.04", "kimi-k2", "GB300"): (FLEX, False),
 }
 
+SHARED_EXPERT_OVERLAP = {
+    ("25.09", "deepseek-v3", "GB200"),
+    ("25.09", "deepseek-v3", "B200"),
+    ("25.11", "deepseek-v3", "B200"),
+}
+"""The recipes that run DeepSeek-V3's shared expert beside the all-to-alls
+(moe_shared_expert_overlap True, research note §4b: the alltoall runs; flex and EP overlap turn
+it off, apply_flex_dispatcher_backend and moe_a2a_overlap set it False)."""
+
 DSV3_MTP = "Et*4|(t*4|)*14tmL"
 """Megatron-Bridge's DeepSeek-V3 layout for 16 virtual stages with MTP (its (4, 4) and (16, 1)
 pp_vp maps: recipes/deepseek/deepseek_v3.py, research note §4c)."""
@@ -95,6 +104,11 @@ found in any branch: 25.11's GB200 MXFP8 row (PP 8 / VP 4 / EP 32) and Kimi-K2's
 def moe_recipe(release: str, model: str, family: str) -> tuple[str, bool] | None:
     """(dispatcher, EP all-to-all overlap) the release's recipe used, None where not read."""
     return MOE_RECIPES.get((release, model, family))
+
+
+def shared_expert_overlap(release: str, model: str, family: str) -> bool:
+    """Whether the release's recipe overlaps the shared expert with the all-to-alls."""
+    return (release, model, family) in SHARED_EXPERT_OVERLAP
 
 
 MOE_RECOMPUTE = {

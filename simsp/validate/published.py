@@ -22,7 +22,12 @@ from simsp.spec.rules import validate
 from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
 from simsp.validate.baseline import naive_baseline_s
-from simsp.validate.moe_recipes import LAYOUTS, MOE_RECOMPUTE, moe_recipe
+from simsp.validate.moe_recipes import (
+    LAYOUTS,
+    MOE_RECOMPUTE,
+    moe_recipe,
+    shared_expert_overlap,
+)
 from simsp.validate.moe_runs import SET as MOE_SET
 from simsp.validate.moe_runs import read_moe_runs, with_architecture
 from simsp.validate.published_runs import RUNS_FILE, read_published
@@ -196,7 +201,8 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     etp = _int(row.get("parallel.etp"), 0) or (1 if "Megatron-Bridge" in row["source"] else tp)
     from simsp.present.accuracy import gpu_family
 
-    read = moe_recipe(recipe.split()[-1], row["model.name"], gpu_family(row["gpu"]))
+    key = (recipe.split()[-1], row["model.name"], gpu_family(row["gpu"]))
+    read = moe_recipe(*key)
     dispatcher, overlap = read or ("alltoall", False)
     if row.get("moe.dispatcher"):
         dispatcher = row["moe.dispatcher"]
@@ -212,6 +218,9 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
         + ", balanced routing"
     )
     out = {"ep": ep, "etp": etp, "moe_dispatcher": dispatcher, "moe_a2a_overlap": overlap}
+    if dispatcher == "alltoall" and not overlap and shared_expert_overlap(*key):
+        out["moe_shared_expert_overlap"] = True
+        notes.append("shared expert beside the all-to-alls (the recipe's)")
     if backend:
         out["moe_flex_backend"] = backend
     modules = MOE_RECOMPUTE.get(row["id"], "")

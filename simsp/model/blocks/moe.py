@@ -20,6 +20,7 @@ and across the network once per destination node (`Collective.node_dedup`; cost/
 prices it), then permuted by the receiver (DeepEP) or inside the dispatch kernel (HybridEP).
 """
 
+import dataclasses
 import math
 
 from simsp.model.blocks.mlp import ACTIVATIONS
@@ -244,7 +245,7 @@ def _shared_expert(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[
     sb, t, x, f = dm.s * dm.b, dm.t, dm.x, model.shared_expert_ffn
     fwd_act, bwd_act, width = ACTIVATIONS[model.mlp]
     act = BYTES_16BIT * dm.s * dm.b * f
-    return (
+    ops = (
         tp_comms("shared expert entry", "mlp", x, parallel, entry=True),
         linear(
             "shared fc1",
@@ -269,4 +270,13 @@ def _shared_expert(model: ModelSpec, parallel: ParallelSpec, dm: Dims) -> tuple[
             "shared fc2", "mlp", sb, dm.h, f, False, False, Saved("shared fc2 input", act, TP), t
         ),
         tp_comms("shared expert exit", "mlp", x, parallel, entry=False),
+    )
+    if not parallel.moe_shared_expert_overlap:
+        return ops
+    # token_dispatcher.py MoEAlltoAllTokenDispatcher: pre_forward_comm and
+    # linear_fc1_forward_and_act after the dispatch all-to-all is issued, linear_fc2_forward and
+    # post_forward_comm after the combine's, all on SharedExpertMLP.stream
+    return tuple(
+        dataclasses.replace(op, beside="dispatch" if i < 3 else "combine")
+        for i, op in enumerate(ops)
     )
