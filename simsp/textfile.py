@@ -87,11 +87,51 @@ def _cannot_write(path, e: OSError) -> InputError:
     return InputError(path, "output", str(path), f"cannot be written ({e.strerror or e})")
 
 
-def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
+GENERATOR_META = '<meta name="generator" content="simsp" />'
+"""In the <head> of every page simsp writes: how it knows a page of its own."""
+GENERATOR_KEY = "generator"
+"""The key, with the value "simsp", in every JSON document simsp writes (Perfetto traces: in
+otherData, written first)."""
+OWN_MARKS = (
+    GENERATOR_META.encode(),
+    b'"generator": "simsp"',
+    b'"generator":"simsp"',
+)
+OWN_HEAD_BYTES = 1 << 16
+"""How much of an existing file is read for a mark: every mark is written near the start."""
+
+
+def written_by_simsp(path, header: bytes = b"") -> bool:
+    """Whether an existing file is one simsp wrote, so that writing again may replace it: its
+    first OWN_HEAD_BYTES hold one of OWN_MARKS, or it starts with `header` (a CSV simsp writes,
+    known by its header line), or it is empty (a name reserved for the output)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(OWN_HEAD_BYTES)
+    except OSError:
+        return False
+    return not head or any(m in head for m in OWN_MARKS) or bool(header and head.startswith(header))
+
+
+def _not_ours(path) -> InputError:
+    return InputError(
+        path,
+        "output",
+        str(path),
+        "exists and is not a file simsp wrote (simsp replaces only its own outputs); remove it "
+        "or name another file",
+    )
+
+
+def check_output(
+    path, suffixes: tuple[str, ...] = (), inputs=(), header: bytes = b"", appends: bool = False
+) -> Path:
     """An output path that can be written, checked before any work starts: its folder exists,
     it is not a folder itself, a symbolic link (simsp replaces only files it writes, never
     what a link points to, nor the link) or a device or FIFO, it is none of the command's
-    `inputs` (a run's timeline is not written over its workload), it ends in one of suffixes
+    `inputs` (a run's timeline is not written over its workload), an existing file there is one
+    simsp wrote (`written_by_simsp`, `header` the start of a CSV of this output; an output simsp
+    `appends` to, a sweep's rows, is one its reader checks instead), it ends in one of suffixes
     (when given), and a file can be created beside it (tried and removed)."""
     target = Path(path)
     if suffixes and target.suffix.lower() not in suffixes:
@@ -105,6 +145,8 @@ def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
         raise InputError(path, "output", str(path), "is a folder; name a file in it")
     if target.exists() and not target.is_file():
         raise InputError(path, "output", str(path), "is not a regular file (a device, a FIFO)")
+    if target.exists() and not appends and not written_by_simsp(target, header):
+        raise _not_ours(path)
     if not target.parent.is_dir():
         raise InputError(path, "output", str(path), f"has no folder {target.parent}; create it")
     probe = _temporary(target)
@@ -116,11 +158,18 @@ def check_output(path, suffixes: tuple[str, ...] = (), inputs=()) -> Path:
     return target
 
 
-def check_output_dir(path) -> Path:
+def check_output_dir(path, headers: dict[str, bytes] | None = None) -> Path:
     """An output folder that can be written, checked before any work starts: not a file nor a
     symbolic link, its parent a folder (simsp creates the folder itself, and only when it
-    writes)."""
+    writes); the files `headers` names there (each with the start of its CSV, b"" for a page)
+    are ones simsp wrote, where they exist."""
     target = Path(path)
+    for name, header in (headers or {}).items():
+        f = target / name
+        if f.is_symlink() or f.is_dir():
+            raise InputError(f, "--out", str(f), "is not a file simsp writes")
+        if f.exists() and not written_by_simsp(f, header):
+            raise _not_ours(f)
     if target.is_symlink():
         raise InputError(path, "--out", str(path), "is a symbolic link; name a folder")
     if target.exists() and not target.is_dir():
@@ -133,11 +182,16 @@ def check_output_dir(path) -> Path:
     return target
 
 
-def write_files(out_dir, files: dict[str, str]) -> list[Path]:
+def write_files(
+    out_dir, files: dict[str, str], headers: dict[str, bytes] | None = None
+) -> list[Path]:
     """Several outputs in one folder, all or none: each is written whole under a temporary name
     first, then all are renamed into place; on any failure the temporaries go, files that were
-    there stay as they were, and a folder made for them is removed. InputError names the folder."""
-    out = check_output_dir(out_dir)
+    there stay as they were, and a folder made for them is removed. A file there that simsp did
+    not write is refused (`written_by_simsp`; `headers` the start of each CSV by name).
+    InputError names the folder or the file."""
+    headers = headers or {}
+    out = check_output_dir(out_dir, {name: headers.get(name, b"") for name in files})
     made = not out.exists()
     written: list[tuple[Path, Path]] = []
     try:
@@ -146,6 +200,8 @@ def write_files(out_dir, files: dict[str, str]) -> list[Path]:
             target = out / name
             if target.is_symlink() or target.is_dir():
                 raise InputError(target, "--out", str(target), "is not a file simsp writes")
+            if target.exists() and not written_by_simsp(target, headers.get(name, b"")):
+                raise _not_ours(target)
             tmp = _temporary(target)
             written.append((tmp, target))
             tmp.write_bytes(text.encode())

@@ -720,3 +720,50 @@ def test_an_error_about_a_file_the_spec_named_does_not_quote_its_value(tmp_path,
     assert "S3CR3T" not in err and err.count("\n") == 1
     assert main(["run", str(bad)]) == 2
     assert "S3CR3T" in capsys.readouterr().err
+
+
+TINY = os.path.join(ROOT, "tests", "data", "kineto", "tiny-gpt-cpu.yaml")
+
+
+@pytest.mark.parametrize("flag, name", [("--timeline", "t.html"), ("--trace", "t.json")])
+def test_an_output_replaces_only_a_file_simsp_wrote(tmp_path, capsys, flag, name):
+    """Issue 32 class 3: `run --timeline FILE` replaced any file there. A file simsp did not
+    write (no generator mark in its head) is refused before any work, and left as it was; one
+    simsp wrote, or an empty one, is replaced as before."""
+    out = tmp_path / name
+    out.write_text("my notes, not a timeline\n")
+    assert main(["run", TINY, flag, str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is not a file simsp wrote" in err
+    assert out.read_text() == "my notes, not a timeline\n"
+    out.write_text("")
+    assert main(["run", TINY, flag, str(out)]) == 0
+    first = out.read_bytes()
+    assert b"simsp" in first[:4096]  # the mark is near the start
+    assert main(["run", TINY, flag, str(out)]) == 0
+    assert out.read_bytes() == first
+
+
+def test_plan_and_folder_outputs_replace_only_their_own_files(tmp_path, capsys):
+    """plan --out knows its CSV by its header line; validate --out and reproduce --out check
+    the files they would replace before any set or experiment runs."""
+    out = tmp_path / "plan.csv"
+    out.write_text("a,b\n1,2\n")
+    args = ["plan", TINY, "--gpus", "2", "--hardware", "dgx-a100-80gb"]
+    assert main([*args, "--out", str(out)]) == 2
+    assert "is not a file simsp wrote" in capsys.readouterr().err
+    out.unlink()
+    assert main([*args, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*args, "--out", str(out)]) == 0  # its own CSV: replaced
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "errors.html").write_text("<html>mine</html>")
+    assert main(["validate", "--set", "paper-table4", "--out", str(folder)]) == 2
+    assert "errors.html" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["errors.html"]
+    (folder / "errors.html").write_text("")
+    (folder / "reproduction.html").write_text("<html>mine</html>")
+    assert main(["reproduce", "--out", str(folder)]) == 2
+    assert "reproduction.html" in capsys.readouterr().err
+    assert (folder / "reproduction.html").read_text() == "<html>mine</html>"

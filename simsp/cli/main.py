@@ -219,7 +219,7 @@ def cmd_reproduce(args) -> None:
     from simsp.textfile import check_output_dir
     from simsp.validate.reproduce import reproduce, text_tables, write_report
 
-    check_output_dir(args.out)  # before the experiments run
+    check_output_dir(args.out, {"reproduction.html": b""})  # before the experiments run
     tables = reproduce(args.hardware, args.hardware_set)
     if args.hardware_set:
         print(f"hardware with --set {' --set '.join(args.hardware_set)}")

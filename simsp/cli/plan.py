@@ -116,9 +116,10 @@ def cmd_plan(args) -> None:
 
     for name in ("gpus", "top", "simulate", "jobs", "max_actions", "global_tokens"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))
-    for path, suffixes in ((args.out, (".csv",)), (args.pareto, (".html",))):
+    header = (",".join(COLUMNS) + "\n").encode()
+    for path, suffixes, start in ((args.out, (".csv",), header), (args.pareto, (".html",), b"")):
         if path:
-            check_output(path, suffixes, (args.workload, args.hf_model, args.hardware))
+            check_output(path, suffixes, (args.workload, args.hf_model, args.hardware), start)
     w, gpus = _workload(args)
     hw = load_hardware(hardware_of(args), args.hardware_set)
     fixed = {k.short: v for k, v in _given(args).items() if k.short in SEARCHED}

@@ -29,7 +29,9 @@ def cmd_validate(args) -> None:
         )
     sets = tuple(args.set) if args.set else SETS
     if args.out:
-        check_output_dir(args.out)  # before the sets run
+        from simsp.validate.report import OUT_HEADERS
+
+        check_output_dir(args.out, OUT_HEADERS)  # before the sets run
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))
         sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS + STACK_SETS)

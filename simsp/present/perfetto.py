@@ -24,6 +24,7 @@ from simsp.present.timeline import (
     side_spans,
 )
 from simsp.sim.trace import STREAMS, Span
+from simsp.textfile import GENERATOR_KEY
 from simsp.units import GIB
 
 TIDS = {stream: i + 1 for i, stream in enumerate(STREAMS)}
@@ -168,19 +169,21 @@ def trace_events(result) -> list[dict]:
 
 def chrome_trace_json(result) -> str:
     """The trace file's text:
-    {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}."""
+    {"otherData": {"generator": "simsp", ...}, "traceEvents": [...], "displayTimeUnit": "ms"},
+    otherData first, so simsp knows its own trace from its first bytes (textfile.OWN_MARKS)."""
     from simsp.present.report import describe
 
     w, hw = result.workload, result.hardware
     doc = {
-        "traceEvents": trace_events(result),
-        "displayTimeUnit": "ms",
         "otherData": {
+            GENERATOR_KEY: "simsp",
             "run": describe(w, hw),
             "workload": w.name,
             "hardware": hw.name,
             "iteration_time_s": result.iteration_time_s,
             "hbm_capacity_gib": result.memory.capacity_bytes / GIB,
         },
+        "traceEvents": trace_events(result),
+        "displayTimeUnit": "ms",
     }
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

@@ -163,7 +163,9 @@ class Output:
         if self.path:
             from simsp.textfile import check_output
 
-            check_output(self.path)  # before any configuration is evaluated
+            # before any configuration is evaluated; rows there are read (and refused when
+            # they are not a sweep's) by `existing`
+            check_output(self.path, appends=True)
             if self.journal.exists():
                 _own_text(self.journal)
 

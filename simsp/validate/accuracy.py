@@ -22,6 +22,7 @@ from simsp.present.accuracy import (
     Accuracy,
     gpu_family,
 )
+from simsp.textfile import GENERATOR_KEY
 from simsp.validate.cases import APART_SETS, PEER_SETS, SETS
 
 MEASURED_SETS = tuple(s for s in SETS if s not in PEER_SETS + APART_SETS)
@@ -111,6 +112,7 @@ def accuracy_document(results) -> dict:
     files, families = accuracy_groups(results)
     return {
         "derived_by": COMMAND,
+        GENERATOR_KEY: "simsp",
         "what": (
             "simsp's errors (simsp / measured - 1) on measured whole iterations, by hardware file "
             "and by GPU family, each by precision; measured_over_simsp holds the "

@@ -305,6 +305,15 @@ def case_rows(v: Validation) -> list[dict]:
     return rows
 
 
+OUT_HEADERS = {
+    "cases.csv": (",".join(CSV_FIELDS) + "\n").encode(),
+    "errors.html": b"",
+    "peers.html": b"",
+}
+"""The files `--out` holds, each with the start of its CSV (b"" for a page): what
+textfile.check_output_dir checks before the sets run."""
+
+
 def write_outputs(v: Validation, out_dir) -> list[Path]:
     """cases.csv (one row a case), errors.html (the error of every measured case, by set, with
     the naive baseline) and, where a peer simulator's set ran, peers.html, in out_dir: all of
@@ -317,7 +326,7 @@ def write_outputs(v: Validation, out_dir) -> list[Path]:
     files = {"cases.csv": buf.getvalue(), "errors.html": errors_html(v)}
     if peers:
         files["peers.html"] = scatter_html(v, peers)
-    return write_files(out_dir, files)
+    return write_files(out_dir, files, OUT_HEADERS)
 
 
 def json_summary(v: Validation, by: str | None = None) -> dict:

@@ -19,6 +19,7 @@ from simsp.measure.kineto.match import Matching, match_profile
 from simsp.measure.kineto.reader import read_profile
 from simsp.present.table import Column, render, words
 from simsp.sim.trace import Span
+from simsp.textfile import GENERATOR_KEY
 
 OUTSIDE_ROW = "outside the layers"
 UNMATCHED_ROW = "unmatched kernels"
@@ -241,6 +242,10 @@ def overlay_trace_json(cmp: Comparison) -> str:
             {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": stream}}
         )
     return json.dumps(
-        {"traceEvents": events, "displayTimeUnit": "ms", "otherData": cmp.to_dict()},
+        {
+            "otherData": {GENERATOR_KEY: "simsp", **cmp.to_dict()},
+            "traceEvents": events,
+            "displayTimeUnit": "ms",
+        },
         separators=(",", ":"),
     )

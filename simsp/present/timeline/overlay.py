@@ -12,6 +12,7 @@ import numpy as np
 
 from simsp.present.timeline.pages import PAGE_CSS, _table
 from simsp.sim.trace import Span
+from simsp.textfile import GENERATOR_META
 from simsp.units import MS
 
 BAR_BUDGET = 20_000
@@ -162,7 +163,7 @@ def overlay_html(cmp) -> str:
     )
     name = html.escape(f"{d['workload']}: real vs simulated")
     head_html = (
-        f'<head><meta charset="utf-8" /><title>simsp overlay: {name}</title>'
+        f'<head><meta charset="utf-8" />{GENERATOR_META}<title>simsp overlay: {name}</title>'
         f"<style>{PAGE_CSS}</style>"
     )
     return page.replace("<head>", head_html, 1).replace("</body>", tables + "</body>", 1)

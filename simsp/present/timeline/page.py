@@ -14,6 +14,7 @@ from simsp.present.timeline.view import (
     memory_lines,
 )
 from simsp.sim.trace import Span
+from simsp.textfile import GENERATOR_META
 from simsp.units import GIB, MS
 
 
@@ -276,4 +277,4 @@ def timeline_html(result) -> str:
     # names are the user's: escaped, so a workload called "</title><script>" is only text
     names = html_module.escape(f"{result.workload.name} on {result.hardware.name}")
     title = f"<title>simsp timeline: {names}</title>"
-    return html.replace("<head>", '<head><meta charset="utf-8" />' + title, 1)
+    return html.replace("<head>", '<head><meta charset="utf-8" />' + GENERATOR_META + title, 1)

@@ -3,6 +3,8 @@ and the paper reproduction report (tables and charts side by side)."""
 
 import html
 
+from simsp.textfile import GENERATOR_META
+
 PAGE_CSS = (
     "body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}"
     "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px 8px;"
@@ -21,7 +23,7 @@ def figure_html(spec: dict) -> str:
     page = go.Figure(spec).to_html(include_plotlyjs=True, full_html=True, div_id="simsp-figure")
     title = ((spec.get("layout") or {}).get("title") or {}).get("text") or "simsp"
     text = html.escape(html.unescape(re.sub(r"<[^>]*>", "", title)))
-    return page.replace("<head>", f"<head><title>{text}</title>", 1)
+    return page.replace("<head>", f"<head>{GENERATOR_META}<title>{text}</title>", 1)
 
 
 def _table(head: list, rows: list[list]) -> str:
@@ -115,7 +117,7 @@ def reproduction_html(tables: dict, headers: dict, figure7_pct: dict) -> str:
     Figure 7 (``figure7_pct``, validate.paper) drawn beside simsp's bars."""
     figs = _charts(tables, headers, figure7_pct)
     parts = [
-        "<html><head><meta charset='utf-8'><title>simsp "
+        f"<html><head><meta charset='utf-8'>{GENERATOR_META}<title>simsp "
         f"reproduction</title><style>{PAGE_CSS}</style></head><body><h1>Korthikanti et al. 2022, "
         "reproduced by simsp</h1>"
     ]
