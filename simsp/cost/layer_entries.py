@@ -33,6 +33,10 @@ class LayerTime:
     """The same layer with its backward split as zero-bubble schedules run it: phases
     recompute and input (I: everything but the weight gradients, the input-gradient collectives
     fully exposed) and weight (W: the weight-gradient GEMMs alone)."""
+    paired: tuple[Entry, ...] = ()
+    """The same layer's forward and backward when each runs beside another microbatch's pass
+    of this layer (EP all-to-all overlap, in a schedule's overlapped pairs); empty where that
+    changes nothing, the entries then standing for both."""
 
     def seconds(self, *phases: str) -> float:
         """Sum of the entries of the given phases."""
@@ -46,6 +50,20 @@ class LayerTime:
     def backward_s(self) -> float:
         """Backward including recompute, as the paper's Table 4 reports it."""
         return self.seconds("recompute", "backward")
+
+    @cached_property
+    def paired_forward_s(self) -> float:
+        """The forward in an overlapped pair (`paired`)."""
+        if not self.paired:
+            return self.forward_s
+        return sum(e.seconds for e in self.paired if e.phase == "forward")
+
+    @cached_property
+    def paired_backward_s(self) -> float:
+        """The backward (recompute included) in an overlapped pair (`paired`)."""
+        if not self.paired:
+            return self.backward_s
+        return sum(e.seconds for e in self.paired if e.phase in ("recompute", "backward"))
 
     @cached_property
     def forward_tp_s(self) -> float:

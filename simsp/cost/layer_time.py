@@ -299,11 +299,13 @@ def layer_time(
         dataclasses.replace(e, phase="input") if e.phase == "backward" else e for e in split
     ]
     split += _host_wait(split, ("recompute", "input"), host_b)
-    if parallel.moe_a2a_overlap:
+    paired = ()
+    if parallel.moe_a2a_overlap:  # alone in warm-up and cool-down, paired in between
         share = cost.hw.calibration.collective_sm_share
-        entries, backward = _beside_other_microbatch(entries, backward, share)
+        forward, back = _beside_other_microbatch(entries, backward, share)
+        paired = tuple(forward + back)
         split = _beside_other_microbatch([], split, share)[1]
-    return LayerTime(tuple(entries + backward), tuple(split))
+    return LayerTime(tuple(entries + backward), tuple(split), paired)
 
 
 def _beside_other_microbatch(
@@ -317,8 +319,10 @@ def _beside_other_microbatch(
     B.attn, F.post_combine; communication B.combine, F.dispatch, B.dispatch, F.combine; each
     waiting for what it reads (`_paired_layer_s`). The pair takes that schedule's span, its
     compute slowed by the SMs the all-to-alls hold while both streams run; what it adds to the
-    layer's compute shows as one entry at the end of the backward. Warm-up and cool-down, where
-    no pair exists, are priced as paired too."""
+    layer's compute shows as one entry at the end of the backward. These are LayerTime.paired:
+    a schedule's overlapped pairs (Action.overlapped) take them, its warm-up forwards and
+    cool-down backwards the layer alone (all-to-alls exposed). The zero-bubble split (I, W)
+    is priced as paired throughout."""
     ep = [e for e in forward + backward if e.kind == "ep_comm"]
     if not ep:
         return forward, backward

@@ -207,7 +207,8 @@ def run_summary(r: Result) -> str:
         f"{d['tokens_per_s'] / r.workload.parallel.gpus:,.0f} a GPU   "
         f"{d['mfu'] * r.hardware.gpu.peak_tflops:,.0f} TFLOP/s a GPU",
         f"one layer, one microbatch: forward {d['per_layer_ms']['forward']:.2f} ms, "
-        f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}",
+        f"backward {d['per_layer_ms']['backward']:.2f} ms{_recompute_note(r.workload)}"
+        + _paired_note(r.plan.layer),
         "  by kind (ms): "
         + ", ".join(f"{k} {v:.2f}" for k, v in d["per_layer_ms_by_kind"].items() if v >= 5e-3),
         *_kind_lines(d["layer_kinds"]),
@@ -260,6 +261,17 @@ def _seconds(s: float) -> str:
 def _fp8_note(d: dict) -> str:
     """An FP8 run's MFU against the FP8 peak too."""
     return f" ({d['mfu_fp8_peak']:.1%} of FP8 peak)" if d["precision"] == "fp8" else ""
+
+
+def _paired_note(lt) -> str:
+    """The layer's passes beside another microbatch's (EP overlap's steady state), where that
+    changes them."""
+    if not lt.paired:
+        return ""
+    return (
+        f"; beside another microbatch (EP overlap) {lt.paired_forward_s * 1e3:.2f} / "
+        f"{lt.paired_backward_s * 1e3:.2f} ms"
+    )
 
 
 def _recompute_note(w: Workload) -> str:

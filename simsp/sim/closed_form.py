@@ -40,7 +40,7 @@ from simsp.sim import memory
 from simsp.sim.memory import CLASSIC
 from simsp.sim.plan import Parts, StageCosts, stage_costs
 from simsp.sim.schedule import build, stage_and_chunk, virtual_stage
-from simsp.sim.walk import SECONDS, arrival, output, target
+from simsp.sim.walk import arrival, output, seconds, target
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.layout import LAYER_GROUPS, layout
 from simsp.spec.model import ModelSpec
@@ -152,9 +152,9 @@ def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
     (start, end) of each model chunk's last one) per stage: from the pipeline formula for the
     classic schedules on alike stages (the chunks None: stage_done_s places them by
     last_backwards where it needs them), else from `walk` (the other schedules; stages that
-    recompute differently)."""
-    if c.schedule not in CLASSIC or not c.alike_stages:
-        return walk(c, build(c.schedule, c.p, c.m, c.v))
+    recompute differently; overlapped pairs)."""
+    if c.schedule not in CLASSIC or not c.alike_stages or c.paired:
+        return walk(c, build(c.schedule, c.p, c.m, c.v, c.paired))
     return tuple(
         (end, start, start + c.chunks[s].backward_s, None)  # chunks: last_backwards, if needed
         for s, (end, start) in enumerate(stage_finish_s(c))
@@ -185,7 +185,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
                 if need is not None and (need, a.microbatch) not in arrived:
                     break
                 start = max(free[s], arrived[(need, a.microbatch)] if need else 0.0)
-                end = start + SECONDS[a.kind](c.chunks[vs])
+                end = start + seconds(a, c.chunks[vs])
                 if a.kind in "BW":
                     last_w[s] = by_chunk[s][a.chunk] = (start, end)
                 sent = output(a.kind, vs)
@@ -205,7 +205,7 @@ def walk(c, actions) -> tuple[tuple[float, float, float, tuple], ...]:
 def stage_busy_s(c, stage: int = 0) -> float:
     """A stage's passes and sends over the iteration: m x W_s for the classic schedules, else
     summed over its actions."""
-    if c.schedule in CLASSIC:
+    if c.schedule in CLASSIC and not c.paired:
         last = c.p * c.v - 1
         return c.m * sum(
             c.chunks[vs].forward_s + c.chunks[vs].backward_s + ((vs < last) + (vs > 0)) * c.p2p_s
@@ -214,9 +214,9 @@ def stage_busy_s(c, stage: int = 0) -> float:
     p, last = c.p, c.p * c.v - 1
     place = c.placement
     busy = 0.0
-    for a in build(c.schedule, p, c.m, c.v)[stage]:
+    for a in build(c.schedule, p, c.m, c.v, c.paired)[stage]:
         vs = virtual_stage(p, stage, a.chunk, place)
-        busy += SECONDS[a.kind](c.chunks[vs])
+        busy += seconds(a, c.chunks[vs])
         to = target(a.kind, vs, last)
         remote = to is not None and stage_and_chunk(p, to, place)[0] != stage
         busy += c.p2p_s if remote else 0.0
@@ -336,8 +336,9 @@ def floor_s(w: Workload, hw: HardwareSpec) -> float:
         return 0.0
     cost, lay = cost_model(hw), layout(par, hw.node.gpus)
     kinds = (w.model,) if stack.uniform(w.model) else tuple(set(stack.kinds(w.model)))
-    per_layer = min(
-        lt.forward_s + min(lt.backward_s, lt.input_s + lt.weight_s)
+    per_layer = min(  # an overlapped pair's halves take no longer than the passes alone
+        min(lt.forward_s, lt.paired_forward_s)
+        + min(lt.backward_s, lt.paired_backward_s, lt.input_s + lt.weight_s)
         for lt in (MEMOISED.layer(dataclasses.replace(w, model=k), cost, lay) for k in kinds)
     )  # where the layers differ, the cheapest kind's
     most = max(par.stage_layers(w.model.layers, s) for s in range(par.pp))

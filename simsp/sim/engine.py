@@ -34,7 +34,7 @@ from simsp.sim.columns import (
 )
 from simsp.sim.plan import Plan
 from simsp.sim.schedule import stage_and_chunk, virtual_stage
-from simsp.sim.walk import PASSES, arrival, output, target
+from simsp.sim.walk import PAIRED, PASSES, arrival, output, target
 
 SPAN_KINDS = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight"}
 PASS_CODE = {kind: code for code, kind in enumerate(SPAN_KINDS)}
@@ -102,7 +102,8 @@ class _Run:
         """sim/walk.py's rules for each (kind, chunk) of stage s, looked up once: (key of the
         arrival it waits for, its span code, seconds, bytes allocated at its start and freed at
         its end, key of the output it hands over, span code of its send or None, whether it
-        times a chunk's backward: a B or a W). An output's key, plus the microbatch, is
+        times a chunk's backward: a B or a W), keyed by (kind, chunk, overlapped): an
+        overlapped F or B takes its paired seconds. An output's key, plus the microbatch, is
         (2 x virtual stage + 1 for a gradient) x m; one without a receiver (the ends of the
         model) is None."""
         plan, p, m = self.plan, self.plan.p, self.plan.m
@@ -123,7 +124,10 @@ class _Run:
                 need = key(arrival(kind, vs, last))
                 backward = kind in ("B", "W")
                 rule = (need, PASS_CODE[kind], dur, before, after, sent, send, backward)
-                out[kind, chunk] = rule
+                out[kind, chunk, False] = rule
+                if kind in PAIRED:  # the same pass as one half of an overlapped pair
+                    paired = PAIRED[kind](plan.chunks[vs])
+                    out[kind, chunk, True] = (*rule[:2], paired, *rule[3:])
         return out
 
     def stage(self, s: int):
@@ -149,7 +153,9 @@ class _Run:
         last_by_chunk = [(0.0, 0.0)] * plan.v
         for a in plan.actions[s]:
             chunk, mb = a.chunk, a.microbatch
-            need, code, dur, before, after, sent, send, backward = rules[a.kind, chunk]
+            need, code, dur, before, after, sent, send, backward = rules[
+                a.kind, chunk, a.overlapped
+            ]
             if need is not None:
                 ev = handoffs.pop(need + mb, None)
                 if ev is None:

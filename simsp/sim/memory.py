@@ -286,7 +286,14 @@ def _held_activation_bytes(w: Workload, stage: int) -> float:
     p, v = par.pp, par.chunks
     emb, out = end_stage_bytes(model, par, b, w.training.knob("cross_entropy"))
     mixed = not stack.uniform(model)
-    if par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven or mixed:
+    reordered = par.moe_a2a_overlap and p == 1  # F(i) beside B(i - 1): classic.one_f_one_b
+    if (
+        par.schedule not in CLASSIC
+        or not par.deallocate_pipeline_outputs
+        or par.uneven
+        or mixed
+        or reordered
+    ):
         return _walk_peak(w, stage, emb, out)
     chunk = chunk_activation_bytes(w, stage)
     first = emb if stage == 0 else 0.0
@@ -324,7 +331,7 @@ def _walk_peak(w: Workload, stage: int, emb: float, out: float) -> float:
     sent = sends_output(par, last, placement)
     output = stage_output_bytes(w.model, par, w.training.micro_batch)
     held = peak = 0.0
-    for a in build(par.schedule, p, w.microbatches, v)[stage]:
+    for a in build(par.schedule, p, w.microbatches, v, par.moe_a2a_overlap)[stage]:
         vs = virtual_stage(p, stage, a.chunk, placement)
         size = chunks[vs] + (emb if vs == 0 else 0.0) + (out if vs == last else 0.0)
         w_bytes = counts[vs] * per_layer_w

@@ -87,6 +87,11 @@ class ChunkCost:
     reduce-scatters, and the compute slowed beside them."""
     side: tuple[SideComm, ...] = ()
     """Communication on streams of its own during the passes (drawn, not timed again)."""
+    paired_forward_s: float | None = None
+    """forward_s in a schedule's overlapped pair (EP all-to-all overlap: LayerTime.paired);
+    None: as forward_s."""
+    paired_backward_s: float | None = None
+    """backward_s in an overlapped pair; None: as backward_s."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,10 @@ class StageCosts:
     alike_stages: bool = True
     """Every stage does the same layer work (no per-stage recompute): the pipeline formula's
     assumption; the closed form walks the schedule otherwise."""
+    paired: bool = False
+    """The schedule runs its steady state's forwards and backwards as overlapped pairs (EP
+    all-to-all overlap: schedule.build's `paired`), which take the chunks' paired_* seconds;
+    the closed form walks the schedule then."""
 
     @property
     def placement(self) -> str:
@@ -204,6 +213,8 @@ LAYER_FIELDS = (
     "input_s",
     "weight_s",
     "input_tp_s",
+    "paired_forward_s",
+    "paired_backward_s",
 )
 """The LayerTime figures a chunk sums over its layers."""
 
@@ -281,17 +292,21 @@ def chunk_costs(
     def chunk(vs: int) -> ChunkCost:
         stage, n = schedule.stage_and_chunk(par.pp, vs, placement)[0], counts[vs]
         full = par.recomputed_layers(n, stage)
-        (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp), (f_fsdp, b_fsdp) = sums(vs, n, full)
+        (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp, pf, pb), (f_fsdp, b_fsdp) = sums(vs, n, full)
         first, final = vs == 0, vs == last
         if final and mtp:  # each MTP depth: a layer of the last kind, the output layer again
-            fields = (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp)
+            fields = (fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp, pf, pb)
             more = tuple(mtp * getattr(mtp_lt, f) for f in LAYER_FIELDS)
-            fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp = (
+            fwd, bwd, tp_f, tp_b, rc, i, wt, i_tp, pf, pb = (
                 x + y for x, y in zip(fields, more, strict=True)
             )
             fwd, bwd, i = fwd + mtp * out_f, bwd + mtp * out_b, i + mtp * out_b
+            pf, pb = pf + mtp * out_f, pb + mtp * out_b
         a_f, a_b = amax(n) if amax else (0.0, 0.0)
         fwd, bwd, i = fwd + f_fsdp + a_f, bwd + b_fsdp + a_b, i + b_fsdp + a_b
+        pf, pb = pf + f_fsdp + a_f, pb + b_fsdp + a_b
+        ends_f = (emb_f if first else 0.0) + (out_f if final else 0.0)
+        ends_b = (emb_b if first else 0.0) + (out_b if final else 0.0)
         side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
         return ChunkCost(
             forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
@@ -309,6 +324,8 @@ def chunk_costs(
             forward_fsdp_s=f_fsdp,
             backward_fsdp_s=b_fsdp,
             side=side,
+            paired_forward_s=pf + ends_f if w.parallel.moe_a2a_overlap else None,
+            paired_backward_s=pb + ends_b if w.parallel.moe_a2a_overlap else None,
         )
 
     alike = mixed is None and not par.recompute_per_stage and not par.uneven
@@ -399,6 +416,7 @@ def stage_costs(
         else (),
         schedule=par.schedule,
         alike_stages=not (par.recompute_per_stage or par.uneven),
+        paired=par.moe_a2a_overlap,
     )
     return costs, lt, params, mixed
 
@@ -505,7 +523,9 @@ def build_plan(w: Workload, cost: CostModel) -> Plan:
     layers = () if mixed is None else tuple(mixed.times[k] for k in mixed.kinds)
     return Plan(
         **{f.name: getattr(costs, f.name) for f in dataclasses.fields(StageCosts)},
-        actions=schedule.build(par.schedule, par.pp, w.microbatches, par.chunks),
+        actions=schedule.build(
+            par.schedule, par.pp, w.microbatches, par.chunks, paired=par.moe_a2a_overlap
+        ),
         chunk_layers=w.chunk_layers,
         weights_bytes=by_stage(par.pp, lambda s: static_bytes(w, s)),
         layer=lt,

@@ -34,6 +34,13 @@ PASS_TP = {
 }
 """Span kinds of the pipeline passes, and the ChunkCost field of their exposed TP time (the
 expert-parallel dispatch's included, split out by the layer's share of it: PASS_PHASES)."""
+PASS_SECONDS = {
+    "forward": "forward_s",
+    "backward": "backward_s",
+    "backward_input": "input_s",
+    "backward_weight": "weight_s",
+}
+"""Span kinds of the pipeline passes, and the ChunkCost field of the pass alone."""
 PASS_PHASES = {
     "forward": ("forward",),
     "backward": ("recompute", "backward"),
@@ -135,15 +142,17 @@ class Result:
             if label.stream in ("compute", "pp_comm") and label.kind != "optimizer"
         }
         tp = sharded = ep = 0.0
-        parts: dict[tuple[int, int], tuple[float, float, float]] = {}
-        for code, chunk in zip(rows.code, rows.chunk, strict=True):
+        parts: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+        for code, chunk, dur in zip(rows.code, rows.chunk, rows.dur_s, strict=True):
             if code not in passes:
                 continue
             part = parts.get((code, chunk))
             if part is None:
                 part = parts[code, chunk] = pass_parts(self.plan, labels[code].kind, stage, chunk)
             tp += part[0]
-            ep += part[1]
+            # a pass that ran as one half of an overlapped pair is shorter than alone by what
+            # the other microbatch hid of its all-to-alls (cost/layer_time.py)
+            ep += part[1] if dur == part[3] else max(0.0, part[1] - (part[3] - dur))
             sharded += part[2]
         codes, durs = rows.code, rows.dur_s
         spent = sum(d for c, d in zip(codes, durs, strict=True) if c in passes)
@@ -205,15 +214,15 @@ class Result:
         }
 
 
-def pass_parts(plan: Plan, kind: str, stage: int, chunk: int) -> tuple[float, float, float]:
-    """(exposed TP, exposed EP, FSDP) seconds inside one pass of a span kind (PASS_TP) of a
-    model chunk on a stage: the chunk's exposed TP time split by the layer's EP share of it
-    (PASS_PHASES), and what FSDP adds (PASS_FSDP)."""
+def pass_parts(plan: Plan, kind: str, stage: int, chunk: int) -> tuple[float, float, float, float]:
+    """(exposed TP, exposed EP, FSDP, whole) seconds of one pass of a span kind (PASS_TP) of a
+    model chunk on a stage, run alone: the chunk's exposed TP time split by the layer's EP share
+    of it (PASS_PHASES), what FSDP adds (PASS_FSDP), and the pass's time (PASS_SECONDS)."""
     cost = plan.chunks[virtual_stage(plan.p, stage, chunk, plan.placement)]
     exposed = getattr(cost, PASS_TP[kind])
     share = plan.layer.exposed_share("ep_comm", *PASS_PHASES[kind]) if exposed else 0
     sharded = getattr(cost, PASS_FSDP[kind]) if kind in PASS_FSDP else 0.0
-    return exposed * (1.0 - share), exposed * share, sharded
+    return exposed * (1.0 - share), exposed * share, sharded, getattr(cost, PASS_SECONDS[kind])
 
 
 GEMM_KINDS = ("gemm", "attention_gemm", "flash_attention")

@@ -17,6 +17,19 @@ SECONDS = {
     "W": lambda c: c.weight_s,
 }
 """How long each kind runs on its chunk (a ChunkCost)."""
+PAIRED = {
+    "F": lambda c: c.forward_s if c.paired_forward_s is None else c.paired_forward_s,
+    "B": lambda c: c.backward_s if c.paired_backward_s is None else c.paired_backward_s,
+}
+"""How long a forward or backward runs as one half of an overlapped pair (Action.overlapped)."""
+
+
+def seconds(a: Action, c) -> float:
+    """How long action `a` runs on its chunk `c`: its kind's time, or its paired time when the
+    schedule overlaps it with another microbatch's pass."""
+    return (PAIRED if a.overlapped and a.kind in PAIRED else SECONDS)[a.kind](c)
+
+
 HOLDS = {
     "F": lambda activation, weight: (activation, 0.0),
     "B": lambda activation, weight: (0.0, activation),
@@ -30,7 +43,8 @@ PASSES = {
     kind: (lambda c, k=kind: (SECONDS[k](c), *HOLDS[k](c.activation_bytes, c.weight_bytes)))
     for kind in SECONDS
 }
-"""chunk -> (seconds, bytes allocated at the start, bytes freed at the end), per kind."""
+"""chunk -> (seconds, bytes allocated at the start, bytes freed at the end), per kind; an
+overlapped action runs for `seconds` instead."""
 
 
 def arrival(kind: str, vs: int, last: int) -> tuple[str, int] | None:

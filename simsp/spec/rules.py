@@ -316,6 +316,7 @@ def _expert_rules(w: Workload):
         for key, value in (
             ("moe_fp8_dispatch", p.moe_fp8_dispatch),
             ("moe_shared_expert_overlap", p.moe_shared_expert_overlap),
+            ("moe_a2a_overlap", p.moe_a2a_overlap),
         ):
             yield (
                 f"parallel.{key}",
@@ -383,6 +384,23 @@ def _expert_rules(w: Workload):
         not (p.moe_a2a_overlap and p.recomputes("moe")),
         "may not name moe with moe_a2a_overlap (Megatron-Core transformer_config.py: 'disable "
         "moe in recompute_modules when enabling overlap_moe_expert_parallel_comm')",
+    )
+    yield (
+        "parallel.moe_a2a_overlap",
+        p.moe_a2a_overlap,
+        not p.moe_a2a_overlap or p.ep > 1,
+        "needs ep > 1 (Megatron-Core TransformerConfig: 'overlap_moe_expert_parallel_comm is "
+        "only supported with expert model parallelism')",
+    )
+    yield (
+        "parallel.moe_a2a_overlap",
+        p.moe_a2a_overlap,
+        not p.moe_a2a_overlap
+        or p.schedule == "dualpipev"
+        or (p.schedule in ("1f1b", "interleaved") and (p.pp == 1 or p.chunks > 1)),
+        "pairs a forward with another microbatch's backward in 1F1B without a pipeline, the "
+        "interleaved schedule (Megatron-Core TransformerConfig: 'virtual_pipeline_model_"
+        "parallel_size must be specified when pipeline_model_parallel_size > 1') or dualpipev",
     )
     yield (
         "parallel.moe_shared_expert_overlap",

@@ -57,28 +57,31 @@ __all__ = [
 ]
 
 
-BUILDERS: dict[str, Callable[[int, int, int], Schedule]] = {
-    "gpipe": lambda p, m, v: gpipe(p, m),
-    "1f1b": lambda p, m, v: one_f_one_b(p, m),
+BUILDERS: dict[str, Callable[[int, int, int, bool], Schedule]] = {
+    "gpipe": lambda p, m, v, paired: gpipe(p, m),
+    "1f1b": lambda p, m, v, paired: one_f_one_b(p, m, paired),
     "interleaved": interleaved,
-    "zb-h1": zero_bubble.zb_h1,
-    "zb-h2": zero_bubble.zb_h2,
-    "zbv": vshape.zbv,
+    "zb-h1": lambda p, m, v, paired: zero_bubble.zb_h1(p, m, v),
+    "zb-h2": lambda p, m, v, paired: zero_bubble.zb_h2(p, m, v),
+    "zbv": lambda p, m, v, paired: vshape.zbv(p, m, v),
     "dualpipev": vshape.dualpipev,
 }
-"""(p, m, chunks) -> one action list per stage, for each kind of spec.schedules.REGISTRY."""
+"""(p, m, chunks, paired) -> one action list per stage, for each kind of
+spec.schedules.REGISTRY; `paired` marks the forward-backward pairs a schedule overlaps under EP
+all-to-all overlap (Action.overlapped), where it has any."""
 
 
 @lru_cache(maxsize=256)
-def build(schedule: str, p: int, m: int, v: int = 1) -> Schedule:
+def build(schedule: str, p: int, m: int, v: int = 1, paired: bool = False) -> Schedule:
     """Per-stage action lists for ``schedule`` (one of `SCHEDULES`); ValueError if unknown.
 
     ``v`` (model chunks per stage) is read by the schedules that take chunks; interleaved with
-    v == 1 is 1F1B.
+    v == 1 is 1F1B. ``paired``: EP all-to-all overlap, the steady state's forward-backward
+    pairs overlapped (1F1B, interleaved, DualPipeV; the others have none).
     """
     if schedule not in REGISTRY:
         raise ValueError(f"schedule={schedule!r}: must be one of {', '.join(SCHEDULES)}")
-    return BUILDERS[schedule](p, m, chunks_of(schedule, v))
+    return BUILDERS[schedule](p, m, chunks_of(schedule, v), paired)
 
 
 def max_in_flight(actions: Actions) -> int:

@@ -6,7 +6,7 @@ backward (what the previous stage waits for), W its weight-gradient part (what n
 for, so a schedule may defer it into a bubble).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 KINDS = ("F", "B", "I", "W")
 GRADIENT_KINDS = ("B", "I")
@@ -24,6 +24,11 @@ class Action:
     chunk: int = 0
     """Model chunk on this stage, 0-based; which virtual stage it is follows the schedule's
     placement (looped or V)."""
+    overlapped: bool = field(default=False, compare=False)
+    """One half of a forward and a backward (of other microbatches) the stage runs as one
+    overlapped pair, the forward listed first (Megatron-Core's combined 1F1B under EP
+    all-to-all overlap; DualPipe's overlapped chunks): each takes its chunk's paired seconds
+    (sim/walk.py). Not part of the action's identity: dependencies and equality ignore it."""
 
 
 Actions = tuple[Action, ...]

@@ -19,19 +19,29 @@ from simsp.sim.schedule.action import Action, Actions, Schedule
 from simsp.sim.schedule.action import check_positive as _check_positive
 
 
-def _stage_list(forwards: list[Action], backwards: list[Action], warmup: int) -> Actions:
+def _stage_list(
+    forwards: list[Action], backwards: list[Action], warmup: int, paired: bool = False
+) -> Actions:
     """Merge one stage's forward and backward lists as Megatron's 1F1B loop does.
 
     ``warmup`` forwards, then ``len - warmup`` steady-state (forward, backward) pairs, then the
     remaining ``warmup`` cool-down backwards (Megatron-LM ``schedules.py``: warm-up loop,
-    ``for k in range(num_microbatches_remaining)``, cool-down loop).
+    ``for k in range(num_microbatches_remaining)``, cool-down loop). `paired`: each
+    steady-state pair runs overlapped (Action.overlapped), as Megatron-Core's combined 1F1B
+    does under EP all-to-all overlap.
     """
     total = len(forwards)
     steady = total - warmup
     out = list(forwards[:warmup])
     for k in range(steady):
-        out.append(forwards[warmup + k])
-        out.append(backwards[k])
+        f, b = forwards[warmup + k], backwards[k]
+        if paired:
+            f, b = (
+                Action(f.kind, f.microbatch, f.chunk, True),
+                Action(b.kind, b.microbatch, b.chunk, True),
+            )
+        out.append(f)
+        out.append(b)
     out.extend(backwards[steady:])
     return tuple(out)
 
@@ -63,15 +73,24 @@ def warmup_1f1b(p: int, m: int, stage: int) -> int:
     return min(p - stage - 1, m)
 
 
-def one_f_one_b(p: int, m: int) -> Schedule:
+def one_f_one_b(p: int, m: int, paired: bool = False) -> Schedule:
     """PipeDream-flush 1F1B (Narayanan et al. ICML'21; Megatron-LM non-interleaved schedule).
 
     Stage s runs min(p - s - 1, m) warm-up forwards, then one-forward-one-backward pairs, then
     cool-down backwards, so it holds at most min(p - s, m) microbatches' activations.
+
+    `paired` (EP all-to-all overlap): the steady state's pairs overlapped. Without a pipeline
+    (p = 1) a forward pairs with the backward of the microbatch before it, as Megatron-Core's
+    combined_1f1b_schedule_for_no_pipelining runs them: F0, then F(i) with B(i - 1), then
+    B(m - 1), two microbatches in flight. With p > 1 Megatron-Core pairs only in the
+    interleaved schedule (TransformerConfig: 'virtual_pipeline_model_parallel_size must be
+    specified when pipeline_model_parallel_size > 1'; spec/rules.py refuses the rest).
     """
     _check_positive(p=p, m=m)
     forwards, backwards = _plain_actions(m)
-    return tuple(_stage_list(forwards, backwards, warmup_1f1b(p, m, s)) for s in range(p))
+    if paired and p == 1:
+        return (_stage_list(forwards, backwards, min(1, m), paired=True),)
+    return tuple(_stage_list(forwards, backwards, warmup_1f1b(p, m, s), paired) for s in range(p))
 
 
 def warmup_interleaved(p: int, m: int, v: int, stage: int) -> int:
@@ -100,20 +119,21 @@ def interleaved_action(p: int, v: int, k: int, kind: str) -> Action:
     return Action(kind, group * p + in_group % p, chunk)
 
 
-def interleaved(p: int, m: int, v: int) -> Schedule:
+def interleaved(p: int, m: int, v: int, paired: bool = False) -> Schedule:
     """Interleaved 1F1B (Narayanan et al. SC'21 §2.2.2; Megatron-LM interleaved schedule).
 
-    Each stage holds v model chunks; virtual stage chunk * p + stage. Requires m % p == 0
+    Each stage holds v model chunks; virtual stage chunk * p + stage. `paired`: the steady
+    state's pairs overlapped (EP all-to-all overlap, see one_f_one_b). Requires m % p == 0
     (as Megatron-LM does). v == 1 is plain 1F1B. For m > p, stage 0 holds p*v + p - 1
     chunk-microbatches at peak, i.e. L * (1 + (p - 1) / (p * v)) layers (Korthikanti et al.
     2023, §4.2.3); for m == p every stage runs all forwards first, as Megatron-LM does.
     """
     _check_positive(p=p, m=m, v=v)
     if v == 1:
-        return one_f_one_b(p, m)
+        return one_f_one_b(p, m, paired)
     if m % p != 0:
         raise ValueError(f"m={m}: the interleaved schedule needs m divisible by p={p}")
     forwards = [interleaved_action(p, v, k, "F") for k in range(m * v)]
     backwards = [interleaved_action(p, v, k, "B") for k in range(m * v)]
     warmups = (warmup_interleaved(p, m, v, s) for s in range(p))
-    return tuple(_stage_list(forwards, backwards, w) for w in warmups)
+    return tuple(_stage_list(forwards, backwards, w, paired) for w in warmups)

@@ -6,7 +6,8 @@ chunk 1 on the way back (virtual stage 2p - 1 - s), so the last layers sit on th
 - ``dualpipev``: DeepSeek-V3's DualPipe folded into a V (arXiv 2412.19437 §3.2.1;
   deepseek-ai/DualPipe), in torch's order (``ScheduleDualPipeV``). Its overlapped
   forward-and-backward pairs, which hide MoE all-to-alls behind the other chunk's compute, are
-  listed as the forward, then the full backward: a dense model has no all-to-all to hide.
+  listed as the forward, then the full backward, marked overlapped where EP all-to-all overlap
+  is on (each then takes its chunk's paired seconds); a dense model has no all-to-all to hide.
 """
 
 from simsp.sim.schedule.action import Action, Actions, Schedule
@@ -76,17 +77,19 @@ def zbv(p: int, m: int, v: int = 2) -> Schedule:
 
 
 class _Counter:
-    """Next microbatch per (chunk, kind), and W passes waiting in I order (DualPipe's queue)."""
+    """Next microbatch per (chunk, kind), and W passes waiting in I order (DualPipe's queue);
+    `paired`: the overlapped steps' F and B marked so (Action.overlapped)."""
 
-    def __init__(self):
+    def __init__(self, paired: bool = False):
+        self.paired = paired
         self.next: dict = {}
         self.weights: list[tuple[int, int]] = []
         self.ops: list[Action] = []
 
-    def add(self, kind: str, chunk: int) -> None:
+    def add(self, kind: str, chunk: int, overlapped: bool = False) -> None:
         key = (chunk, "I" if kind == "B" else kind)
         mb = self.next.get(key, 0)
-        self.ops.append(Action(kind, mb, chunk))
+        self.ops.append(Action(kind, mb, chunk, overlapped))
         self.next[key] = mb + 1
         if kind == "B":
             self.next[(chunk, "W")] = self.next.get((chunk, "W"), 0) + 1
@@ -100,13 +103,14 @@ class _Counter:
             self.next[(chunk, "W")] = self.next.get((chunk, "W"), 0) + 1
 
     def overlapped(self, forward_chunk: int, backward_chunk: int) -> None:
-        self.add("F", forward_chunk)
-        self.add("B", backward_chunk)
+        self.add("F", forward_chunk, self.paired)
+        self.add("B", backward_chunk, self.paired)
 
 
-def dualpipev_stage(p: int, m: int, s: int) -> Actions:
-    """One stage of DualPipeV, in the eight steps of torch's ``ScheduleDualPipeV``."""
-    c = _Counter()
+def dualpipev_stage(p: int, m: int, s: int, paired: bool = False) -> Actions:
+    """One stage of DualPipeV, in the eight steps of torch's ``ScheduleDualPipeV``; `paired`:
+    its overlapped F/B steps run as overlapped pairs (EP all-to-all overlap)."""
+    c = _Counter(paired)
     for _ in range((p - s - 1) * 2):  # 1: F0
         c.add("F", 0)
     for _ in range(s + 1):  # 2: F0 F1
@@ -143,8 +147,9 @@ def dualpipev_stage(p: int, m: int, s: int) -> Actions:
     return tuple(c.ops)
 
 
-def dualpipev(p: int, m: int, v: int = 2) -> Schedule:
-    """DualPipeV on every stage; needs m >= 2p (torch: as many microbatches as virtual stages)."""
+def dualpipev(p: int, m: int, v: int = 2, paired: bool = False) -> Schedule:
+    """DualPipeV on every stage; needs m >= 2p (torch: as many microbatches as virtual stages).
+    `paired`: its overlapped steps priced as pairs (EP all-to-all overlap)."""
     if m < 2 * p:
         raise ValueError(f"m={m}: dualpipev needs at least 2p = {2 * p} microbatches")
-    return tuple(dualpipev_stage(p, m, s) for s in range(p))
+    return tuple(dualpipev_stage(p, m, s, paired) for s in range(p))
