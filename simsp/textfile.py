@@ -103,14 +103,22 @@ OWN_HEAD_BYTES = 1 << 16
 
 def written_by_simsp(path, header: bytes = b"") -> bool:
     """Whether an existing file is one simsp wrote, so that writing again may replace it: its
-    first OWN_HEAD_BYTES hold one of OWN_MARKS, or it starts with `header` (a CSV simsp writes,
-    known by its header line), or it is empty (a name reserved for the output)."""
+    first OWN_HEAD_BYTES hold one of OWN_MARKS, or its first line that is not a '#' comment
+    starts with `header` (a CSV simsp writes, known by its header line, after any provenance
+    comments), or it is empty (a name reserved for the output)."""
     try:
         with open(path, "rb") as f:
             head = f.read(OWN_HEAD_BYTES)
     except OSError:
         return False
-    return not head or any(m in head for m in OWN_MARKS) or bool(header and head.startswith(header))
+    if not head or any(m in head for m in OWN_MARKS):
+        return True
+    if not header:
+        return False
+    body = head
+    while body.startswith(b"#") and b"\n" in body:
+        body = body.split(b"\n", 1)[1]
+    return body.startswith(header)
 
 
 def _not_ours(path) -> InputError:

@@ -815,8 +815,8 @@ def test_ep_overlap_pairs_only_the_steady_state():
     """Megatron-Core's combined 1F1B under EP all-to-all overlap: without a pipeline F0 runs
     alone, then F(i) beside B(i - 1), then B(m - 1) alone (two microbatches in flight); the
     interleaved schedule pairs its steady state's forward and backward and leaves its warm-up
-    forwards and cool-down backwards alone. Pairing marks actions, it does not reorder a
-    pipelined schedule."""
+    forwards and cool-down backwards alone, after one more warm-up forward than without, so
+    that no pair holds a backward and its own forward (Megatron-Core schedules.py)."""
     from simsp.sim.schedule import build
 
     (one,) = build("1f1b", 1, 4, paired=True)
@@ -830,8 +830,16 @@ def test_ep_overlap_pairs_only_the_steady_state():
         ("B", 2, True),
         ("B", 3, False),
     ]
-    plain, paired = build("interleaved", 2, 4, 2), build("interleaved", 2, 4, 2, paired=True)
-    assert plain == paired  # the same actions in the same order
+    paired = build("interleaved", 2, 8, 2, paired=True)
+    plain = build("interleaved", 2, 8, 2)
+    for s, stage in enumerate(paired):
+        # one more warm-up forward than without (Megatron-Core schedules.py), the same actions
+        key = lambda a: (a.kind, a.microbatch, a.chunk)  # noqa: E731
+        assert sorted(map(key, stage)) == sorted(map(key, plain[s]))
+        assert [a.kind for a in stage].index("B") == [a.kind for a in plain[s]].index("B") + 1
+        pairs = [(stage[i], stage[i + 1]) for i in range(len(stage) - 1) if stage[i].overlapped]
+        pairs = pairs[::2]  # (F, B) of each pair
+        assert pairs and all((f.microbatch, f.chunk) != (b.microbatch, b.chunk) for f, b in pairs)
     for stage in paired:
         marks = [a.overlapped for a in stage]
         first, last = marks.index(True), len(marks) - 1 - marks[::-1].index(True)
@@ -872,6 +880,8 @@ def test_ep_overlap_exposes_warm_up_and_cool_down():
     [
         ({"pp": 2, "dp": 4, "ep": 4}, "virtual_pipeline_model_parallel_size"),
         ({"ep": 1}, "only supported with expert model parallelism"),
+        ({"moe_dispatcher": "allgather"}, "supported with alltoall/flex"),
+        ({"recompute": "full", "recompute_num_layers": 1}, "disable full recomputation"),
     ],
 )
 def test_ep_overlap_keeps_megatron_cores_rules(change, rule):

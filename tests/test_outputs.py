@@ -9,7 +9,7 @@ import yaml
 
 from simsp.cli.main import main
 from simsp.errors import InputError
-from simsp.textfile import write_text
+from simsp.textfile import write_text, written_by_simsp
 
 NVLINK_LOG = "hardware/calibration/dgx-a100-80gb/nvlink/AR_GPU2_1M_1024M_LUT"
 
@@ -739,7 +739,7 @@ def test_an_output_replaces_only_a_file_simsp_wrote(tmp_path, capsys, flag, name
     out.write_text("")
     assert main(["run", TINY, flag, str(out)]) == 0
     first = out.read_bytes()
-    assert b"simsp" in first[:4096]  # the mark is near the start
+    assert written_by_simsp(out)  # its generator mark, near the start
     assert main(["run", TINY, flag, str(out)]) == 0
     assert out.read_bytes() == first
 
@@ -767,3 +767,19 @@ def test_plan_and_folder_outputs_replace_only_their_own_files(tmp_path, capsys):
     assert main(["reproduce", "--out", str(folder)]) == 2
     assert "reproduction.html" in capsys.readouterr().err
     assert (folder / "reproduction.html").read_text() == "<html>mine</html>"
+
+
+def test_a_table_simsp_wrote_is_known_by_its_header_after_its_provenance(tmp_path):
+    """The profiler's grouped-GEMM table starts with '#' provenance lines, then its header: a
+    second profile run replaces it; a CSV of someone else's is refused."""
+    from simsp.tables.grouped_gemm import GroupedPoint, write_grouped_gemm_table
+    from simsp.textfile import check_output
+
+    out = tmp_path / "grouped_gemm.csv"
+    points = [GroupedPoint(2, 64, 64, 64, layout, 10.0) for layout in ("TN", "NN", "NT")]
+    write_grouped_gemm_table(points, out, ["measured by simsp profile gemm"])
+    header = b"groups,m,n,k,layout,"
+    assert check_output(out, (".csv",), header=header) == out
+    out.write_text("# mine\ngroups,x\n1,2\n")
+    with pytest.raises(InputError, match="not a file simsp wrote"):
+        check_output(out, (".csv",), header=header)

@@ -52,7 +52,7 @@ def cmd_profile_gemm(args) -> None:
     grouped = list(dict.fromkeys(grouped))  # first of each, in order
     grouped_out = Path(args.grouped_out or Path(args.out).with_name("grouped_gemm.csv"))
     if grouped:
-        check_output(grouped_out, (".csv",), inputs=(args.out,))
+        check_output(grouped_out, (".csv",), inputs=(args.out,), header=b"groups,m,n,k,layout,")
     todo = shapes.unique([sh for run in runs for sh in shapes.workload_shapes(run)])
     n_workload = len(todo)
     grid = shapes.GRID_GPU if s.device.startswith("cuda") else shapes.GRID_CPU

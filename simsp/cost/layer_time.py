@@ -304,7 +304,6 @@ def layer_time(
         share = cost.hw.calibration.collective_sm_share
         forward, back = _beside_other_microbatch(entries, backward, share)
         paired = tuple(forward + back)
-        split = _beside_other_microbatch([], split, share)[1]
     return LayerTime(tuple(entries + backward), tuple(split), paired)
 
 
@@ -321,8 +320,8 @@ def _beside_other_microbatch(
     compute slowed by the SMs the all-to-alls hold while both streams run; what it adds to the
     layer's compute shows as one entry at the end of the backward. These are LayerTime.paired:
     a schedule's overlapped pairs (Action.overlapped) take them, its warm-up forwards and
-    cool-down backwards the layer alone (all-to-alls exposed). The zero-bubble split (I, W)
-    is priced as paired throughout."""
+    cool-down backwards the layer alone (all-to-alls exposed), as are the zero-bubble split's
+    I and W passes, which no schedule pairs."""
     ep = [e for e in forward + backward if e.kind == "ep_comm"]
     if not ep:
         return forward, backward

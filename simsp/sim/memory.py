@@ -286,7 +286,8 @@ def _held_activation_bytes(w: Workload, stage: int) -> float:
     p, v = par.pp, par.chunks
     emb, out = end_stage_bytes(model, par, b, w.training.knob("cross_entropy"))
     mixed = not stack.uniform(model)
-    reordered = par.moe_a2a_overlap and p == 1  # F(i) beside B(i - 1): classic.one_f_one_b
+    # EP overlap's pairs hold one chunk-microbatch more (classic.one_f_one_b, interleaved)
+    reordered = par.moe_a2a_overlap
     if (
         par.schedule not in CLASSIC
         or not par.deallocate_pipeline_outputs

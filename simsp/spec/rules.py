@@ -388,6 +388,15 @@ def _expert_rules(w: Workload):
     yield (
         "parallel.moe_a2a_overlap",
         p.moe_a2a_overlap,
+        not p.moe_a2a_overlap or (p.moe_dispatcher != "allgather" and p.recompute != "full"),
+        "needs moe_dispatcher alltoall or flex and no full recompute (Megatron-Core "
+        "TransformerConfig: 'overlap_moe_expert_parallel_comm is supported with alltoall/flex "
+        "token dispatcher', 'disable full recomputation when enabling "
+        "overlap_moe_expert_parallel_comm')",
+    )
+    yield (
+        "parallel.moe_a2a_overlap",
+        p.moe_a2a_overlap,
         not p.moe_a2a_overlap or p.ep > 1,
         "needs ep > 1 (Megatron-Core TransformerConfig: 'overlap_moe_expert_parallel_comm is "
         "only supported with expert model parallelism')",

@@ -132,13 +132,15 @@ def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
     and loss (last chunk); `embedding_share` splits it where one chunk is both."""
     forward = span.kind == "forward"
     phases = ("forward",) if forward else ("recompute", "backward")
+    paired = _overlapped(plan, span, forward)
 
     kept: dict = {}  # each distinct layer's entries of this pass, listed once
 
     def entries(layer: int) -> list:
         lt = plan.layer_at(layer)
         if id(lt) not in kept:
-            kept[id(lt)] = [e for e in lt.entries if e.phase in phases]
+            listed = lt.paired if paired and lt.paired else lt.entries
+            kept[id(lt)] = [e for e in listed if e.phase in phases]
         return kept[id(lt)]
 
     layers = range(span.first_layer, span.first_layer + span.layers)
@@ -160,6 +162,17 @@ def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
     return pieces + _extra_piece(span, last[0], t, last[1])
 
 
+def _overlapped(plan, span: Span, forward: bool) -> bool:
+    """Whether a pass ran as one half of an overlapped pair (EP overlap's steady state): it took
+    its chunk's paired time rather than its time alone, and its ops are the layers' paired
+    entries (LayerTime.paired)."""
+    if not getattr(plan, "paired", False):
+        return False
+    chunk = plan.chunks[_virtual_stage(plan, span)]
+    alone = chunk.forward_s if forward else chunk.backward_s
+    return abs(span.dur_s - alone) > 1e-9 * max(alone, 1e-30)
+
+
 def _expandable(plan, span: Span) -> bool:
     return (
         plan.layer is not None
@@ -174,8 +187,11 @@ def expanded_count(plan, spans) -> int:
     counted with both an embedding and an output piece)."""
     if plan.layer is None:
         return len(spans)
-    per_pass = {
-        k: sum(1 for e in plan.layer.entries if e.phase in ph and e.busy_s > 0)
+    per_pass = {  # the more of a layer's entries alone and paired
+        k: max(
+            sum(1 for e in listed if e.phase in ph and e.busy_s > 0)
+            for listed in (plan.layer.entries, plan.layer.paired)
+        )
         for k, ph in (("forward", ("forward",)), ("backward", ("recompute", "backward")))
     }
     return sum(per_pass[s.kind] * s.layers + 2 if _expandable(plan, s) else 1 for s in spans)

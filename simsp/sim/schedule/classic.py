@@ -123,7 +123,9 @@ def interleaved(p: int, m: int, v: int, paired: bool = False) -> Schedule:
     """Interleaved 1F1B (Narayanan et al. SC'21 §2.2.2; Megatron-LM interleaved schedule).
 
     Each stage holds v model chunks; virtual stage chunk * p + stage. `paired`: the steady
-    state's pairs overlapped (EP all-to-all overlap, see one_f_one_b). Requires m % p == 0
+    state's pairs overlapped (EP all-to-all overlap, see one_f_one_b), after one more warm-up
+    forward than without, as Megatron-Core runs it, so that no pair holds a backward and its
+    own forward. Requires m % p == 0
     (as Megatron-LM does). v == 1 is plain 1F1B. For m > p, stage 0 holds p*v + p - 1
     chunk-microbatches at peak, i.e. L * (1 + (p - 1) / (p * v)) layers (Korthikanti et al.
     2023, §4.2.3); for m == p every stage runs all forwards first, as Megatron-LM does.
@@ -135,5 +137,8 @@ def interleaved(p: int, m: int, v: int, paired: bool = False) -> Schedule:
         raise ValueError(f"m={m}: the interleaved schedule needs m divisible by p={p}")
     forwards = [interleaved_action(p, v, k, "F") for k in range(m * v)]
     backwards = [interleaved_action(p, v, k, "B") for k in range(m * v)]
-    warmups = (warmup_interleaved(p, m, v, s) for s in range(p))
+    # EP overlap: one more warm-up forward, so that each steady-state pair joins independent
+    # microbatches (Megatron-Core schedules.py: `if overlap_moe_expert_parallel_comm:
+    # num_warmup_microbatches += 1`)
+    warmups = (min(warmup_interleaved(p, m, v, s) + int(paired), m * v) for s in range(p))
     return tuple(_stage_list(forwards, backwards, w, paired) for w in warmups)
