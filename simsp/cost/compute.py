@@ -221,7 +221,10 @@ class ComputeModel:
         grouped GEMM launches one cuBLAS GEMM a group over 4 compute streams
         (TransformerEngine transformer_engine/common/gemm/cublaslt_gemm.cu
         multi_stream_cublas_gemm, gemm.h num_streams = 4), not one strided-batched GEMM, whose
-        rates the batched rows of the GEMM tables (or, beyond them, the roofline) give."""
+        rates the batched rows of the GEMM tables (or, beyond them, the roofline) give. What the
+        streams' concurrency saves is in the grouped table's ratio where the GPU has one;
+        without one (H100) the groups are priced one after another, pessimistic for groups too
+        small to fill the GPU (the B200's measured ratios scatter around 1: 0.4-2.0)."""
         one = self._gemm(dataclasses.replace(g, batch=1, grouped=False), layout)
         return one.seconds * g.batch, one.source
 
