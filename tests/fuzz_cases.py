@@ -645,6 +645,20 @@ def trust_cases() -> list[Case]:
                 files,
             )
         )
+    # an output path holding a file simsp did not write: refused, the file kept as it was
+    mine = b"my notes, not an output of simsp\n"
+    for label, flag, name in (
+        ("timeline", "--timeline", "t.html"),
+        ("trace", "--trace", "t.json"),
+    ):
+        files = (("w.yaml", w), (name, mine))
+        cases.append(
+            Case(f"run/{label}-over-foreign", ("run", "{d}/w.yaml", flag, f"{{d}}/{name}"), files)
+        )
+    plan = ("plan", "{d}/w.yaml", "--gpus", "2", "--hardware", str(HW), "--out", "{d}/p.csv")
+    cases.append(Case("plan/out-over-foreign", plan, (("w.yaml", w), ("p.csv", b"a,b\n1,2\n"))))
+    argv = ("validate", "--set", "paper-table4", "--out", "{d}/report")
+    cases.append(Case("validate/out-over-foreign", argv, (("report/errors.html", mine),)))
     # typed text: an escape in an unknown flag, a 100,000-character choice, a huge pool
     files = (("w.yaml", w),)
     cases.append(Case("run/flag-escape", ("run", "{d}/w.yaml", "--\x1b[31mfoo"), files))

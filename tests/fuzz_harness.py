@@ -98,6 +98,7 @@ def run_case(case, folder: Path) -> Outcome:
     """Write the case's files into folder, run its command line, and report what happened."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in case.files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
     argv = [a.replace("{d}", str(folder)) for a in case.argv]
     if any("fifo.yaml" in a for a in argv):
