@@ -186,9 +186,9 @@ def test_every_case_beyond_the_gap_bound_has_a_written_reason():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 16.9%, bias -15.3% "
-    "(naive 33.2%); fine-grained experts (Qwen3, gpt-oss) run slower than priced where no CUDA "
-    "graph takes the host's launches away",
+    reason="the MoE issue's bar is not met yet: the moe set reads MAPE 17.6%, bias -16.7% "
+    "(naive 33.2%); fine-grained experts (Qwen3-30B-A3B, gpt-oss) run 12-63% slower than "
+    "priced on every GPU, for reasons suspected, not measured (recipes.KNOWN_GAPS)",
 )
 def test_moe_set_meets_the_issues_bar():
     """MAPE <= 15%, |bias| <= 8%, no case past 35% without a written reason, at most half the
