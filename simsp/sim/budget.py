@@ -82,11 +82,17 @@ def work(w) -> Work:
 def memory_walks(w) -> bool:
     """Whether the memory report (and so the closed form) walks all the schedule's actions: every
     schedule but the classic three with deallocated outputs and even stages (interleaving's end
-    stages walk a steady few microbatches, memory.steady_microbatches)."""
+    stages walk a steady few microbatches, memory.steady_microbatches), and any schedule under
+    EP overlap (its pairs: sim/memory.py, closed_form.pipeline_ends)."""
     from simsp.sim.memory import CLASSIC
 
     par = w.parallel
-    return par.schedule not in CLASSIC or not par.deallocate_pipeline_outputs or par.uneven
+    return (
+        par.schedule not in CLASSIC
+        or not par.deallocate_pipeline_outputs
+        or par.uneven
+        or par.moe_a2a_overlap
+    )
 
 
 def check_limit(limit) -> int:
