@@ -102,7 +102,8 @@ class ParallelSpec(HashedOnce):
     moe_a2a_overlap: bool = False
     """Hide the expert-parallel all-to-alls of one microbatch behind the compute of another in
     the 1F1B steady state (Megatron-Core --overlap-moe-expert-parallel-comm with
-    --delay-wgrad-compute)."""
+    --delay-wgrad-compute); warm-up and cool-down run alone. Needs ep > 1, and with pp > 1 the
+    interleaved schedule (or dualpipev)."""
     order: str = "tp-cp-ep-dp-pp"
     """Rank order, fastest-varying dimension first (Megatron-Core's `order`): decides which
     groups share a node."""
