@@ -286,14 +286,12 @@ def _held_activation_bytes(w: Workload, stage: int) -> float:
     p, v = par.pp, par.chunks
     emb, out = end_stage_bytes(model, par, b, w.training.knob("cross_entropy"))
     mixed = not stack.uniform(model)
-    # EP overlap's pairs hold one chunk-microbatch more (classic.one_f_one_b, interleaved)
-    reordered = par.moe_a2a_overlap
     if (
         par.schedule not in CLASSIC
         or not par.deallocate_pipeline_outputs
         or par.uneven
         or mixed
-        or reordered
+        or par.moe_a2a_overlap  # its pairs hold one chunk-microbatch more (classic.py)
     ):
         return _walk_peak(w, stage, emb, out)
     chunk = chunk_activation_bytes(w, stage)

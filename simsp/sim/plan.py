@@ -309,15 +309,15 @@ def chunk_costs(
         ends_b = (emb_b if first else 0.0) + (out_b if final else 0.0)
         side = _side_comms(lt if rest is None or full == n else rest, n, sharded)
         return ChunkCost(
-            forward_s=fwd + ((emb_f if first else 0.0) + (out_f if final else 0.0)),
-            backward_s=bwd + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            forward_s=fwd + ends_f,
+            backward_s=bwd + ends_b,
             forward_tp_s=tp_f,
             backward_tp_s=tp_b,
             recompute_s=rc,
             activation_bytes=chunk_activation_bytes(w, stage, n, vs)
             + ((emb_bytes if first else 0.0) + (out_bytes if final else 0.0))
             + (output if vs in sent else 0.0),
-            input_s=i + ((emb_b if first else 0.0) + (out_b if final else 0.0)),
+            input_s=i + ends_b,
             weight_s=wt,
             input_tp_s=i_tp,
             weight_bytes=n * per_layer_for_w,

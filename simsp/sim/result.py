@@ -152,7 +152,7 @@ class Result:
             tp += part[0]
             # a pass that ran as one half of an overlapped pair is shorter than alone by what
             # the other microbatch hid of its all-to-alls (cost/layer_time.py)
-            ep += part[1] if dur == part[3] else max(0.0, part[1] - (part[3] - dur))
+            ep += max(0.0, part[1] - (part[3] - dur))
             sharded += part[2]
         codes, durs = rows.code, rows.dur_s
         spent = sum(d for c, d in zip(codes, durs, strict=True) if c in passes)

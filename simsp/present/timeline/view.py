@@ -166,7 +166,7 @@ def _overlapped(plan, span: Span, forward: bool) -> bool:
     """Whether a pass ran as one half of an overlapped pair (EP overlap's steady state): it took
     its chunk's paired time rather than its time alone, and its ops are the layers' paired
     entries (LayerTime.paired)."""
-    if not getattr(plan, "paired", False):
+    if not plan.paired:
         return False
     chunk = plan.chunks[_virtual_stage(plan, span)]
     alone = chunk.forward_s if forward else chunk.backward_s

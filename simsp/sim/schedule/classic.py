@@ -15,6 +15,8 @@ No time, no simpy: the engine replays these lists. Backward actions include any 
 recomputation (the engine decides what a backward costs).
 """
 
+from dataclasses import replace
+
 from simsp.sim.schedule.action import Action, Actions, Schedule
 from simsp.sim.schedule.action import check_positive as _check_positive
 
@@ -36,10 +38,7 @@ def _stage_list(
     for k in range(steady):
         f, b = forwards[warmup + k], backwards[k]
         if paired:
-            f, b = (
-                Action(f.kind, f.microbatch, f.chunk, True),
-                Action(b.kind, b.microbatch, b.chunk, True),
-            )
+            f, b = replace(f, overlapped=True), replace(b, overlapped=True)
         out.append(f)
         out.append(b)
     out.extend(backwards[steady:])
