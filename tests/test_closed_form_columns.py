@@ -12,7 +12,7 @@ from simsp.sim import closed_form
 from simsp.sim.closed_form_columns import estimate_columns, estimate_many
 from simsp.sim.workload_columns import WorkloadColumns, from_workloads
 from simsp.sweep import SweepSpec, enumerate_configs, load_spec
-from simsp.sweep.grid_columns import enumerate_columns
+from simsp.sweep.grid_columns import enumerate_columns, enumerate_mixed
 
 from .conftest import ROOT
 
@@ -199,6 +199,38 @@ def test_grids_it_does_not_cover(workloads, hardware):
         (("schedule", ("1F1B",)),),
     ):
         assert enumerate_columns(SweepSpec("t", gpt3, (hardware,), 64, grid)) is None
+
+
+def test_mixed_grids_enumerate_as_enumerate_configs(workloads, hardware, h100):
+    """Grids with keys outside the columns (a model key first, a parallel switch between column
+    keys, an inherited interleaving): one column grid per outer combination, merged into the
+    same configurations, order and counts as one point at a time, the first skipped point's
+    reason (an outer one: heads=97) among them; grids with too few column points: None."""
+    gpt3 = workloads["gpt3-175b"]
+    mixed = (
+        ("heads", (97, 96)),
+        ("tp", (1, 2, 4, 8)),
+        ("overlap_grad_reduce", (True, False)),
+        ("pp", (1, 2, 4, 8)),
+        ("micro_batch", (1, 2)),
+        ("virtual_stages", (2, 3)),
+        ("global_batch", (128, 192)),
+    )
+    for spec in (
+        SweepSpec("m", gpt3, (hardware, h100), 64, mixed),
+        SweepSpec("n", gpt3, (hardware,), 64, mixed[1:]),
+    ):
+        for max_actions in (100_000, 64):
+            want, counts = enumerate_configs(spec, max_actions)
+            got, got_counts = enumerate_mixed(spec, max_actions)
+            assert got_counts == counts and counts.configs > 0
+            assert [c.key for c in got] == [c.key for c in want]
+            assert [c.workload for c in got] == [c.workload for c in want]
+            assert [c.hardware for c in got] == [c.hardware for c in want]
+            assert ("heads=97" in counts.reason) == (spec.source == "m")
+    few = (("tp", (1, 2)), ("seq_len", (1024, 2048)))
+    assert enumerate_mixed(SweepSpec("t", gpt3, (hardware,), 64, few)) is None
+    assert enumerate_mixed(SweepSpec("t", gpt3, (hardware,), 64, mixed[1:2])) is None
 
 
 def test_columns_round_trip(workloads):

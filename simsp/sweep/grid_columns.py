@@ -14,11 +14,15 @@ enumerate_configs gives it.
 
 An inherited interleaved schedule falls back to 1F1B where it breaks a rule, as admit does,
 the points that broke one checked again as 1F1B. Grids with a key outside the columns, or a
-named value the rules would refuse, are not covered: `enumerate_columns` returns None and the
-caller enumerates them with enumerate_configs.
+named value the rules would refuse, are not covered: `enumerate_columns` returns None. Where
+only some keys are outside (a model key, a parallel switch), `enumerate_mixed` runs one column
+grid per combination of those keys' values and merges them; where that does not pay (too few
+column points) or a named value is refused, the caller enumerates with enumerate_configs.
 """
 
 import dataclasses
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +41,15 @@ from simsp.sim.workload_columns import (
 )
 from simsp.spec.rules import first_broken, schedule_rule
 from simsp.spec.workload import Workload
-from simsp.sweep.spec import GRID_KEYS, Config, Counts, SweepSpec, admit, config_key
+from simsp.sweep.spec import (
+    GRID_KEYS,
+    Config,
+    Counts,
+    SweepSpec,
+    admit,
+    config_key,
+    with_values,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +60,10 @@ class GridColumns:
     columns: WorkloadColumns
     """The configurations of one hardware file, in grid order."""
     counts: Counts
+    points: np.ndarray | None = None
+    """Each configuration's grid point (its index in itertools.product order)."""
+    first_skipped: int = -1
+    """The first grid point skipped as invalid or too big (-1: none)."""
 
     def __len__(self) -> int:
         """Configurations over every hardware file."""
@@ -69,17 +85,17 @@ class GridColumns:
 
 def _covered(spec: SweepSpec) -> bool:
     """Whether every grid key is a column and every named value a name."""
-    for key, values in spec.grid:
-        section, field, _ = GRID_KEYS[key]
-        if field not in COLUMNS or section != (
-            "parallel" if field in PARALLEL_COLUMNS else "training"
-        ):
-            return False
-        if field in NAMES and not all(v in NAMES[field] for v in values):
-            return False
-        if field == "sequence_parallel" and not all(isinstance(v, bool) for v in values):
-            return False
-    return True
+    return all(_column_key(key, values) for key, values in spec.grid)
+
+
+def _column_key(key: str, values: tuple) -> bool:
+    """Whether a grid key is a column and every value of it one the columns store."""
+    section, field, _ = GRID_KEYS[key]
+    if field not in COLUMNS or section != ("parallel" if field in PARALLEL_COLUMNS else "training"):
+        return False
+    if field in NAMES and not all(v in NAMES[field] for v in values):
+        return False
+    return field != "sequence_parallel" or all(isinstance(v, bool) for v in values)
 
 
 def _points(spec: SweepSpec) -> dict:
@@ -146,10 +162,10 @@ def _chunks(rows: dict) -> np.ndarray:
 
 
 def enumerate_columns(
-    spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS
+    spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS, reason: bool = True
 ) -> GridColumns | None:
     """enumerate_configs's configurations and counts as columns; None for a grid this does not
-    cover (module docstring)."""
+    cover (module docstring). `reason`: find why the first skipped point was skipped."""
     if not _covered(spec):
         return None
     rows = _points(spec)
@@ -198,9 +214,10 @@ def enumerate_columns(
         configs=len(chosen) * n_hw,
     )
     skipped = np.flatnonzero(~kept)
-    if len(skipped):  # why the first skipped point was skipped, in enumerate_configs's words
-        counts.reason = _reason(spec, int(skipped[0]), max_actions, explicit)
-    return GridColumns(spec, columns, counts)
+    first_skipped = int(skipped[0]) if len(skipped) else -1
+    if reason and first_skipped >= 0:  # why, in enumerate_configs's words
+        counts.reason = _reason(spec, first_skipped, max_actions, explicit)
+    return GridColumns(spec, columns, counts, chosen, first_skipped)
 
 
 def _reason(spec: SweepSpec, point: int, max_actions: int, explicit: bool) -> str:
@@ -212,3 +229,68 @@ def _reason(spec: SweepSpec, point: int, max_actions: int, explicit: bool) -> st
         spec.workload, values, spec.gpus, spec.hardware[0], spec.source, max_actions, explicit
     )
     return found
+
+
+MIXED_MIN_POINTS = 16
+"""Column grid points an outer combination must hold for the mixed enumeration to pay."""
+
+
+def enumerate_mixed(
+    spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS
+) -> tuple[list[Config], Counts] | None:
+    """enumerate_configs's configurations and counts for a grid with keys outside the columns:
+    one column grid (enumerate_columns) for each combination of those keys' values, set on the
+    base workload, merged back into itertools.product order (hardware, then grid point) and
+    deduplicated by key as enumerate_configs does. None where the grid is all columns, or too
+    few of its points are (enumerate one at a time)."""
+    outer = [(k, v) for k, v in spec.grid if not _column_key(k, v)]
+    inner = tuple((k, v) for k, v in spec.grid if _column_key(k, v))
+    if not outer or not inner:
+        return None
+    if any(GRID_KEYS[k][1] in COLUMNS for k, _ in outer):  # a named value the rules refuse
+        return None
+    if math.prod(len(v) for _, v in inner) < MIXED_MIN_POINTS:
+        return None
+    sizes = [len(v) for _, v in spec.grid]
+    outer_at = [i for i, (k, _) in enumerate(spec.grid) if not _column_key(k, _)]
+    inner_at = [i for i in range(len(spec.grid)) if i not in outer_at]
+    inner_sizes = [sizes[i] for i in inner_at]
+    found: list[tuple[int, int, Config]] = []  # (hardware, grid point, configuration)
+    counts, first_skipped = Counts(), -1
+    for combo in itertools.product(*(range(len(v)) for _, v in outer)):
+        values = {k: vals[j] for (k, vals), j in zip(outer, combo, strict=True)}
+        sub = dataclasses.replace(spec, workload=with_values(spec.workload, values), grid=inner)
+        grid = enumerate_columns(sub, max_actions, reason=False)
+        digits = [0] * len(sizes)
+        for i, j in zip(outer_at, combo, strict=True):
+            digits[i] = j
+        index = np.array(np.unravel_index(grid.points, inner_sizes)) if inner_sizes else None
+        full = [None] * len(sizes)
+        for n, i in enumerate(inner_at):
+            full[i] = index[n]
+        for i in outer_at:
+            full[i] = np.full(len(grid.points), digits[i], dtype=np.int64)
+        point = np.ravel_multi_index(full, sizes) if len(grid.points) else grid.points
+        if grid.first_skipped >= 0:
+            skipped_digits = list(digits)
+            for n, i in enumerate(inner_at):
+                skipped_digits[i] = int(np.unravel_index(grid.first_skipped, inner_sizes)[n])
+            at = int(np.ravel_multi_index(skipped_digits, sizes))
+            first_skipped = at if first_skipped < 0 else min(first_skipped, at)
+        for h in range(len(spec.hardware)):
+            found += [(h, int(p), grid.config(h, r)) for r, p in enumerate(point.tolist())]
+        for f in ("grid_points", "invalid", "duplicates", "fallback", "too_big"):
+            setattr(counts, f, getattr(counts, f) + getattr(grid.counts, f))
+    found.sort(key=lambda t: (t[0], t[1]))
+    seen, configs = set(), []
+    for _, _, c in found:
+        if c.key in seen:
+            counts.duplicates += 1
+            continue
+        seen.add(c.key)
+        configs.append(c)
+    counts.configs = len(configs)
+    if first_skipped >= 0:
+        explicit = "schedule" in [k for k, _ in spec.grid]
+        counts.reason = _reason(spec, first_skipped, max_actions, explicit)
+    return configs, counts

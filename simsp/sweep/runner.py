@@ -86,10 +86,11 @@ def run_sweep(
 def enumerate_all(spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS) -> tuple[list, Counts]:
     """enumerate_configs's configurations and counts: as columns where the grid allows
     (sweep/grid_columns.py: the same configurations, order and counts, the rules applied as
-    masks), else one grid point at a time."""
-    from simsp.sweep.grid_columns import enumerate_columns  # numpy: only when sweeping
+    masks), with one column grid per combination of the other keys' values where some keys
+    are not columns (grid_columns.enumerate_mixed), else one grid point at a time."""
+    from simsp.sweep.grid_columns import enumerate_columns, enumerate_mixed  # numpy: sweeps
 
     grid = enumerate_columns(spec, max_actions)
-    if grid is None:
-        return enumerate_configs(spec, max_actions)
-    return grid.configs(), grid.counts
+    if grid is not None:
+        return grid.configs(), grid.counts
+    return enumerate_mixed(spec, max_actions) or enumerate_configs(spec, max_actions)

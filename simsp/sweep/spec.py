@@ -273,13 +273,30 @@ def _formatted(section) -> tuple[str, ...]:
     return tuple(fmt(getattr(section, f.name)) for f in dataclasses.fields(section))
 
 
-def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
-    """The workload with grid values applied and dp = gpus / (tp cp pp); None if tp cp pp does
-    not divide."""
+def sections_of(values: dict) -> dict[str, dict]:
+    """Grid values as {section: {field: value}} (model, parallel, training)."""
     sections = {"model": {}, "parallel": {}, "training": {}}
     for key, value in values.items():
         section, field, _ = GRID_KEYS[key]
         sections[section][field] = parse_bias(value) if field == "bias" else value
+    return sections
+
+
+def with_values(base: Workload, values: dict) -> Workload:
+    """The workload with grid values set as they are (nothing derived, nothing checked)."""
+    sections = sections_of(values)
+    changed = {
+        name: dataclasses.replace(getattr(base, name), **fields)
+        for name, fields in sections.items()
+        if fields
+    }
+    return dataclasses.replace(base, **changed) if changed else base
+
+
+def _variant(base: Workload, values: dict, gpus: int) -> Workload | None:
+    """The workload with grid values applied and dp = gpus / (tp cp pp); None if tp cp pp does
+    not divide."""
+    sections = sections_of(values)
     given = sections["parallel"]
 
     def get(field: str):
