@@ -613,3 +613,55 @@ def test_a_row_that_cannot_be_written_whole_leaves_no_half_row(tmp_path, monkeyp
         sink.write(dict.fromkeys(COLUMNS, "1"))
     sink.close()
     assert out.read_bytes() == header
+
+
+# ---------------------------------------------------------------------------- bounded work
+WORK_GRID = {"tp": [4, 8], "pp": [4, 8, 16], "recompute": ["selective", "full"]}
+
+
+def test_work_estimate_counts_each_phase():
+    """The estimate is counts times simsp's measured CPU costs: enumeration by the grid's points
+    and its path, screening by array and scalar rows, event simulation by runs and actions."""
+    from simsp.sim.budget import SECONDS_PER_ACTION, work
+    from simsp.sweep import work as W
+
+    assert W.enumeration(1000, True).seconds == pytest.approx(1000 * W.COLUMN_POINT_S)
+    assert W.enumeration(1000, False).seconds == pytest.approx(1000 * W.SCALAR_POINT_S)
+    spec = sweep.load_spec(SPEC_175B)
+    ws = [c.workload for c in sweep.enumerate_configs(spec)[0]]
+    events = W.evaluation(ws, False, W.SweepWork())
+    assert events.simulated == len(ws) and events.screen_s == 0
+    assert events.event_s == pytest.approx(
+        sum(W.EVENT_RUN_S + work(w).actions * SECONDS_PER_ACTION for w in ws)
+    )
+    screened = W.evaluation(ws, True, W.SweepWork(enumerate_s=1.0))
+    assert screened.event_s == 0 and screened.enumerate_s == 1.0
+    assert len(ws) * W.VECTOR_ROW_S <= screened.screen_s <= len(ws) * W.SCALAR_ROW_S
+    assert "event simulations" in events.describe() and "closed form" in screened.describe()
+
+
+@pytest.mark.parametrize("screening", [False, True])
+def test_a_sweep_estimated_past_max_seconds_is_refused_before_writing(tmp_path, capsys, screening):
+    """Past --max-seconds: one line naming the estimate, the limit and the flag, exit 2, no
+    output file; without --screen it says what screening would take. A limit between the
+    screening's own work and the whole is refused after screening chose, before any row."""
+    from simsp.sweep import work as W
+    from simsp.sweep.spec import grid_points
+
+    spec_path = write_spec(tmp_path, WORK_GRID)
+    spec = sweep.load_spec(spec_path)
+    configs = sweep.enumerate_configs(spec)[0]
+    before = W.enumeration(grid_points(spec), True)
+    screen = W.evaluation([c.workload for c in configs], True, before).seconds
+    limit = screen * 1.01 if screening else before.seconds * 1.01
+    out = tmp_path / "rows.csv"
+    argv = ["sweep", str(spec_path), "--out", str(out), "--max-seconds", f"{limit:.9f}"]
+    assert cli_main(argv + (["--screen"] if screening else []) + ["--jobs", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--max-seconds raises it" in err
+    assert "event simulations" in err and ("--screen takes" in err) == (not screening)
+    assert not out.exists()
+    with pytest.raises(InputError, match="grid points"):  # the enumeration alone, before it
+        sweep.run_sweep(spec, str(out), jobs=1, progress=False, max_seconds=before.seconds / 2)
+    for bad in ("0", "-1", "nan"):
+        assert cli_main(["sweep", str(spec_path), "--max-seconds", bad]) == 2

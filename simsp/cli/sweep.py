@@ -12,6 +12,7 @@ from simsp.sweep.rows import typed
 from simsp.sweep.runner import run_sweep
 from simsp.sweep.spec import DEFAULT_KEEP, DEFAULT_MAX_GRID, check_keep, load_spec
 from simsp.sweep.summary import best, summary, table
+from simsp.sweep.work import DEFAULT_MAX_SECONDS
 
 
 def cmd_sweep(args) -> None:
@@ -45,6 +46,7 @@ def cmd_sweep(args) -> None:
         not args.no_progress,
         args.max_grid,
         args.max_actions,
+        args.max_seconds,
     )
     if args.pareto:  # written before anything is printed: a failure is the one line
         from simsp.textfile import write_text
@@ -120,6 +122,14 @@ def register(sub) -> None:
         help=f"most grid points to enumerate (default {DEFAULT_MAX_GRID:,})",
     )
     arguments.add_max_actions(p, "configurations past it are skipped")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=DEFAULT_MAX_SECONDS,
+        metavar="S",
+        help=f"most CPU seconds the sweep is estimated to take, refused up front past it "
+        f"(default {DEFAULT_MAX_SECONDS:g})",
+    )
     p.add_argument("--json", action="store_true", help="print the best rows as a JSON list")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)

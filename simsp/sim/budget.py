@@ -57,7 +57,7 @@ class Work:
         """`8 stages x 3 chunks x 10,000,000 microbatches = 240,000,000 actions (...)`."""
         return (
             f"{self.stages} stages x {self.chunks} chunks x {self.microbatches:,} microbatches = "
-            f"{self.actions:,} actions (about {_duration(self.seconds)} and "
+            f"{self.actions:,} actions (about {duration(self.seconds)} and "
             f"{_size(self.resident_bytes)} to simulate, a {_size(self.trace_bytes)} trace)"
         )
 
@@ -66,7 +66,10 @@ def _size(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB" if n < 2**30 else f"{n / 2**30:,.1f} GiB"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`under 1 s`, `42 s`, `12 min`, `3 h`."""
+    if seconds < 0.5:
+        return "under 1 s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

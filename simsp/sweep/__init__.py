@@ -32,6 +32,7 @@ Modules:
 * `store` - CSV / Parquet output, resume, partial-line handling;
 * `execute` - the event and closed-form (screening) tiers; local process pool and dask executors;
 * `progress` - the progress bar;
+* `work` - what a sweep will cost in CPU time, counted before it runs (--max-seconds);
 * `runner` - `run_sweep`: the above, end to end;
 * `pareto` - the Pareto front and the time-vs-memory figure spec;
 * `summary` - the best-K table and the one-line account of a sweep.

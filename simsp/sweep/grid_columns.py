@@ -235,6 +235,24 @@ MIXED_MIN_POINTS = 16
 """Column grid points an outer combination must hold for the mixed enumeration to pay."""
 
 
+def as_columns(spec: SweepSpec) -> bool:
+    """Whether the grid enumerates as columns (enumerate_columns or enumerate_mixed)."""
+    return _covered(spec) or mixed(spec)
+
+
+def mixed(spec: SweepSpec) -> bool:
+    """Whether enumerate_mixed takes the grid: some keys outside the columns (none a column key
+    with a value the columns cannot store), and enough column points for each of their
+    combinations."""
+    outer = [(k, v) for k, v in spec.grid if not _column_key(k, v)]
+    inner = [v for k, v in spec.grid if _column_key(k, v)]
+    if not outer or not inner:
+        return False
+    if any(GRID_KEYS[k][1] in COLUMNS for k, _ in outer):  # a named value the rules refuse
+        return False
+    return math.prod(len(v) for v in inner) >= MIXED_MIN_POINTS
+
+
 def enumerate_mixed(
     spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS
 ) -> tuple[list[Config], Counts] | None:
@@ -243,14 +261,10 @@ def enumerate_mixed(
     base workload, merged back into itertools.product order (hardware, then grid point) and
     deduplicated by key as enumerate_configs does. None where the grid is all columns, or too
     few of its points are (enumerate one at a time)."""
+    if not mixed(spec):
+        return None
     outer = [(k, v) for k, v in spec.grid if not _column_key(k, v)]
     inner = tuple((k, v) for k, v in spec.grid if _column_key(k, v))
-    if not outer or not inner:
-        return None
-    if any(GRID_KEYS[k][1] in COLUMNS for k, _ in outer):  # a named value the rules refuse
-        return None
-    if math.prod(len(v) for _, v in inner) < MIXED_MIN_POINTS:
-        return None
     sizes = [len(v) for _, v in spec.grid]
     outer_at = [i for i, (k, _) in enumerate(spec.grid) if not _column_key(k, _)]
     inner_at = [i for i in range(len(spec.grid)) if i not in outer_at]

@@ -1,10 +1,12 @@
 """Running a sweep: enumerate, skip what the output already holds, screen in closed form when
 asked, event-simulate the rest on an executor, and write each row as it finishes."""
 
+import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 
-from simsp.sim.budget import DEFAULT_MAX_ACTIONS
+from simsp.sim.budget import DEFAULT_MAX_ACTIONS, NOTICE_S
 from simsp.sweep.execute import executor_rows, screen
 from simsp.sweep.progress import Progress
 from simsp.sweep.rows import row_key
@@ -15,8 +17,16 @@ from simsp.sweep.spec import (
     check_grid_size,
     check_some_valid,
     enumerate_configs,
+    grid_points,
 )
 from simsp.sweep.store import Output
+from simsp.sweep.work import (
+    DEFAULT_MAX_SECONDS,
+    check_work,
+    enumeration,
+    evaluation,
+    events_s,
+)
 
 
 @dataclass
@@ -44,14 +54,21 @@ def run_sweep(
     progress: bool = True,
     max_grid: int = DEFAULT_MAX_GRID,
     max_actions: int = DEFAULT_MAX_ACTIONS,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
 ) -> Outcome:
     """Check the output path and count the grid, enumerate, skip what the output already holds,
     evaluate the rest, write rows as they finish. InputError, before any evaluation, for an
-    output that cannot be written or is not a sweep's, a grid past max_grid, or a grid with no
-    valid configuration."""
+    output that cannot be written or is not a sweep's, a grid past max_grid, a grid with no
+    valid configuration, or work estimated past max_seconds of CPU (sweep/work.py: before the
+    enumeration for the enumeration, before the first evaluation for the whole)."""
+    from simsp.sweep.grid_columns import as_columns  # numpy: only when sweeping
+
     t0 = time.perf_counter()
     output = Output(out)
     check_grid_size(spec, max_grid)
+    points = grid_points(spec)
+    listing = enumeration(points, as_columns(spec))
+    check_work(spec.source, f"{points:,} grid points", listing, max_seconds)
     configs, counts = enumerate_all(spec, max_actions)
     check_some_valid(spec, counts)
     wanted = {c.key for c in configs}
@@ -60,15 +77,26 @@ def run_sweep(
         done.setdefault(row_key(r), r)
     resumed = sum(k in wanted for k in done)
     todo = [c for c in configs if c.key not in done]
+    share = spec.keep if keep is None else keep
+    try:  # refusals before this run's first row leave the output as they found it
+        if screening:  # the closed form's work now, the engine's once screening has kept some
+            size = evaluation([c.workload for c in configs], True, listing)
+            check_work(spec.source, f"{len(configs):,} configurations", size, max_seconds)
+            rows, kept = screen(configs, share)
+            todo = [c for c in todo if c.key in kept]
+            _check_events(spec, configs, todo, size, max_seconds)
+        else:
+            _check_events(spec, configs, todo, listing, max_seconds)
+    except BaseException:
+        output.abandon()
+        raise
     new_rows, screened = [], 0
     if screening:
-        rows, kept = screen(configs, spec.keep if keep is None else keep)
         for r, c in zip(rows, configs, strict=True):
             if c.key not in done and c.key not in kept:
                 output.write(r)
                 new_rows.append(r)
                 screened += 1
-        todo = [c for c in todo if c.key in kept]
     bar = Progress(len(todo), progress)
     try:
         for row in executor_rows([(c.key, c.workload, c.hardware) for c in todo], executor, jobs):
@@ -81,6 +109,23 @@ def run_sweep(
     rows = [by_key[c.key] for c in configs if c.key in by_key]
     output.close(list(by_key.values()))
     return Outcome(rows, counts, resumed, len(todo), screened, time.perf_counter() - t0)
+
+
+def _check_events(spec, configs, todo, before, limit) -> None:
+    """The whole sweep's work once the configurations to event-simulate are known (`before`:
+    the work done by then): refused past `limit`, saying what --screen would take where it was
+    not asked; said on stderr when it runs long."""
+    size = dataclasses.replace(
+        before, event_s=events_s([c.workload for c in todo]), simulated=len(todo)
+    )
+    hint = ""
+    if before.screen_s == 0 and size.seconds > limit:
+        screened = evaluation([c.workload for c in configs], True, before)
+        hint = f"; --screen takes {screened.describe()} before its event simulations"
+    check_work(spec.source, f"{len(configs):,} configurations", size, limit, hint)
+    if size.seconds > NOTICE_S:
+        said = f"simsp: sweep of {len(configs):,} configurations: {size.describe()}"
+        print(said, file=sys.stderr)
 
 
 def enumerate_all(spec: SweepSpec, max_actions: int = DEFAULT_MAX_ACTIONS) -> tuple[list, Counts]:

@@ -160,6 +160,8 @@ class Output:
             self.path.with_name(self.path.name + ".partial.csv") if self.parquet else self.path
         )
         self.sink = None
+        self.made = False
+        """Whether this run created the file rows go to (existing)."""
         if self.path:
             from simsp.textfile import check_output
 
@@ -177,17 +179,24 @@ class Output:
         if not self.path:
             return []
         rows = _parquet_rows(self.path) if self.parquet and self.path.exists() else []
-        made = not self.journal.exists()
+        self.made = not self.journal.exists()
         if self.sink is None:
             self.sink = CsvSink(self.journal)
         try:
             return rows + read_csv_rows(self.journal)
         except BaseException:
-            if made:
-                self.sink.close()
-                self.sink = None
-                self.journal.unlink(missing_ok=True)
+            self.abandon()
             raise
+
+    def abandon(self) -> None:
+        """Give the output up before this run wrote a row: its lock released, and the file it
+        created (a header only) removed."""
+        if self.sink:
+            self.sink.close()
+            self.sink = None
+        if self.made:
+            self.journal.unlink(missing_ok=True)
+            self.made = False
 
     def write(self, row: dict) -> None:
         if self.path:

@@ -1,0 +1,114 @@
+"""What a sweep will cost in CPU time, counted before it runs, and the limit it must keep.
+
+A grid near --max-grid can hold tens of thousands of valid configurations; event-simulating all
+of them takes hours. The estimate counts what each phase does (grid points enumerated, rows
+screened in closed form, event simulations and the actions they replay) and prices each count
+at simsp's own measured CPU cost (benchmarks/sweep_work.py prints them beside what it measures),
+so a sweep past --max-seconds is one line before the phase that would overrun, with the
+estimate, and one that runs long says so on stderr first. The counts are exact; the prices are
+means, so the figure is "about": it is deterministic (no clock is read), and a busy machine
+takes longer.
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from simsp.errors import InputError
+from simsp.sim.budget import SECONDS_PER_ACTION, duration, memory_walks, work
+
+COLUMN_POINT_S = 1.2e-5
+"""CPU seconds a grid point costs enumerated as columns (grid_columns: enumerate_columns or
+enumerate_mixed, building each valid configuration's workload and key): 92,160 points with two
+keys outside the columns in 1.0 s (2026-12-03, this project's 2-core machine)."""
+SCALAR_POINT_S = 7.0e-5
+"""... enumerated one point at a time (spec.enumerate_configs): the same grid in 6.5 s."""
+VECTOR_ROW_S = 4.0e-5
+"""CPU seconds a configuration costs screened as arrays (closed_form_columns), cold caches."""
+SCALAR_ROW_S = 4.0e-4
+"""... screened by the scalar closed form (a row outside the array path), cold caches."""
+WALK_ACTION_S = 2.5e-6
+"""... and each stage-chunk-microbatch its schedule walk replays (zero-bubble, V, uneven
+stages, EP overlap: budget.memory_walks)."""
+EVENT_RUN_S = 5.5e-3
+"""CPU seconds an event simulation costs besides its actions (the plan, the memory report, the
+row): the intercept of 160 configurations of four sweeps against their actions, whose slope
+(5.8 us) is budget.SECONDS_PER_ACTION's."""
+DEFAULT_MAX_SECONDS = 120.0
+"""Estimated CPU seconds a sweep may take before it is refused (--max-seconds raises it): every
+shipped sweep spec fits (the largest, 672 configurations event-simulated, about 20 s)."""
+
+
+@dataclass(frozen=True)
+class SweepWork:
+    """The counted work of a sweep's phases and what each costs."""
+
+    enumerate_s: float = 0.0
+    screen_s: float = 0.0
+    event_s: float = 0.0
+    simulated: int = 0
+    """Configurations to event-simulate (with --screen, those it kept)."""
+
+    @property
+    def seconds(self) -> float:
+        return self.enumerate_s + self.screen_s + self.event_s
+
+    def describe(self) -> str:
+        """`about 3 min of CPU (enumeration 2 s, closed form 7 s, 310 event simulations 3 min)`."""
+        parts = [
+            (f"enumeration {duration(self.enumerate_s)}", self.enumerate_s),
+            (f"closed form {duration(self.screen_s)}", self.screen_s),
+            (f"{self.simulated:,} event simulations {duration(self.event_s)}", self.event_s),
+        ]
+        said = ", ".join(text for text, s in parts if s > 0)
+        return f"about {duration(self.seconds)} of CPU ({said})"
+
+
+def enumeration(points: int, as_columns: bool) -> SweepWork:
+    """The work of enumerating `points` grid points, as columns or one at a time."""
+    return SweepWork(enumerate_s=points * (COLUMN_POINT_S if as_columns else SCALAR_POINT_S))
+
+
+def events_s(workloads) -> float:
+    """The event simulations of `workloads`."""
+    return math.fsum(EVENT_RUN_S + work(w).actions * SECONDS_PER_ACTION for w in workloads)
+
+
+def evaluation(workloads, screening: bool, before: SweepWork) -> SweepWork:
+    """`before` and the work of evaluating `workloads`: every one event-simulated, or with
+    `screening` every one in closed form (the event simulations of the kept share are counted
+    once screening has chosen them)."""
+    if not screening:
+        return dataclasses.replace(before, event_s=events_s(workloads), simulated=len(workloads))
+    from simsp.sim.closed_form_columns import vectorisable
+    from simsp.sim.workload_columns import from_workloads
+
+    screen = 0.0
+    for cols, rows in from_workloads(workloads):
+        covered = vectorisable(cols)
+        screen += int(covered.sum()) * VECTOR_ROW_S
+        for i in rows[~covered].tolist():
+            w = workloads[i]
+            walked = work(w).actions * WALK_ACTION_S if memory_walks(w) else 0.0
+            screen += SCALAR_ROW_S + walked
+    return dataclasses.replace(before, screen_s=screen)
+
+
+def check_limit(limit) -> float:
+    """--max-seconds as given: a positive number."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+        raise InputError("--max-seconds", "max_seconds", limit, "must be a positive number")
+    return float(limit)
+
+
+def check_work(source, what: str, size: SweepWork, limit: float, hint: str = "") -> None:
+    """InputError when `size` is estimated past `limit` CPU seconds: the estimate, the limit,
+    the flag that raises it and, where given, a cheaper way."""
+    if size.seconds > check_limit(limit):
+        raise InputError(
+            source,
+            "grid",
+            what,
+            f"would take {size.describe()}, over the limit of {limit:g} s "
+            f"(--max-seconds raises it{hint})",
+        )
