@@ -17,26 +17,30 @@ from dataclasses import dataclass
 from simsp.errors import InputError
 from simsp.sim.budget import SECONDS_PER_ACTION, duration, memory_walks, work
 
-COLUMN_POINT_S = 1.2e-5
+COLUMN_POINT_S = 1.5e-5
 """CPU seconds a grid point costs enumerated as columns (grid_columns: enumerate_columns or
-enumerate_mixed, building each valid configuration's workload and key): 92,160 points with two
-keys outside the columns in 1.0 s (2026-12-03, this project's 2-core machine)."""
+enumerate_mixed, with each valid configuration's workload and key built). Measured by
+benchmarks/sweep_work.py (2026-12-03, this project's 2-core machine, as every figure here): 12 to
+16 us on a 92,160-point GPT-3 175B grid with two keys outside the columns."""
 SCALAR_POINT_S = 7.0e-5
-"""... enumerated one point at a time (spec.enumerate_configs): the same grid in 6.5 s."""
+"""... enumerated one point at a time (spec.enumerate_configs): 70 to 71 us, the same grid."""
 VECTOR_ROW_S = 4.0e-5
-"""CPU seconds a configuration costs screened as arrays (closed_form_columns), cold caches."""
-SCALAR_ROW_S = 4.0e-4
-"""... screened by the scalar closed form (a row outside the array path), cold caches."""
-WALK_ACTION_S = 2.5e-6
-"""... and each stage-chunk-microbatch its schedule walk replays (zero-bubble, V, uneven
-stages, EP overlap: budget.memory_walks)."""
-EVENT_RUN_S = 5.5e-3
+"""CPU seconds a configuration costs screened as arrays (closed_form_columns), cold caches:
+33 to 40 us."""
+SCALAR_ROW_S = 3.5e-4
+"""... screened by the scalar closed form (a row outside the array path), cold caches: 293 us
+(6,993 interleaved rows with per-chunk gradient windows) to 400 us."""
+WALK_ACTION_S = 1.3e-5
+"""... and each stage-chunk-microbatch of its schedule walks (the closed form's and the memory
+report's: zero-bubble, V, uneven stages, EP overlap; budget.memory_walks): 13 us."""
+EVENT_RUN_S = 3.0e-3
 """CPU seconds an event simulation costs besides its actions (the plan, the memory report, the
-row): the intercept of 160 configurations of four sweeps against their actions, whose slope
-(5.8 us) is budget.SECONDS_PER_ACTION's."""
+row): 2.6 ms, the intercept of 120 configurations' CPU time against their actions, whose slope
+(4.8 us) budget.SECONDS_PER_ACTION prices at 6 us."""
 DEFAULT_MAX_SECONDS = 120.0
 """Estimated CPU seconds a sweep may take before it is refused (--max-seconds raises it): every
-shipped sweep spec fits (the largest, 672 configurations event-simulated, about 20 s)."""
+shipped sweep spec fits (the largest, 672 configurations event-simulated: estimated 15 s, 14 s
+measured)."""
 
 
 @dataclass(frozen=True)
