@@ -401,6 +401,45 @@ def test_a_runs_file_is_bounded_in_line_length_and_rows(tmp_path, monkeypatch):
         read_runs(many)
 
 
+def test_a_fit_estimated_past_max_seconds_is_refused_before_it_starts(tmp_path, capsys):
+    """Issue 32 class 6: a runs file near its cap fitted for minutes; the fit's work is counted
+    first (points x runs and distinct layers, at simsp's measured CPU costs) and past
+    --max-seconds it is one line with the estimate, exit 2, no file written."""
+    runs = write_runs(tmp_path / "runs.csv", CONFIGS[:4])
+    out = tmp_path / "f.yaml"
+    rc, _, err = calibrate(tmp_path, capsys, runs, out, "--folds", "2", "--max-seconds", "0.01")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert "would take about" in err and "(--max-seconds raises it" in err
+    assert f"{F.fit_points(3, 2)} points x 4 runs" in err
+    # the count: the grid, then each of the k + 1 fits' least-squares steps
+    assert F.fit_points(3, 5) == 1 + 27 + 6 * F.POINTS_PER_FIT * 4
+    measured = read_runs(runs)
+    one_layer = F.fit_seconds(measured[:1], 3, 2)
+    assert one_layer == pytest.approx(F.fit_points(3, 2) * (F.RUN_POINT_S + F.LAYER_POINT_S))
+    for bad in ("0", "-1", "nan"):
+        rc, _, err = calibrate(tmp_path, capsys, runs, out, "--max-seconds", bad)
+        assert rc == 2 and "--max-seconds" in err
+
+
+def test_a_runs_file_parses_each_workload_yaml_once(tmp_path, monkeypatch):
+    """10,000 rows naming one YAML parsed it 10,000 times (40 s); now once, each row a copy."""
+    from simsp.io import config
+
+    (tmp_path / "base.yaml").write_text(
+        "name: b\nmodel: {layers: 8, hidden: 2048, heads: 16, seq_len: 1024, vocab: 32000}\n"
+        "training: {global_batch: 32, micro_batch: 1}\nparallel: {tp: 2, pp: 1, dp: 8}\n"
+    )
+    (tmp_path / "runs.csv").write_text(
+        "workload,tp,dp,iteration_s\n" + "base.yaml,4,4,1.0\nbase.yaml,,,2.0\n" * 50
+    )
+    parsed = []
+    real = config.read_yaml
+    monkeypatch.setattr(config, "read_yaml", lambda p: parsed.append(p) or real(p))
+    got = read_runs(tmp_path / "runs.csv")
+    assert len(parsed) == 1 and len(got) == 100
+    assert [r.workload.parallel.tp for r in got[:2]] == [4, 2]
+
+
 def test_a_workload_outside_the_runs_files_folder_needs_a_flag(tmp_path):
     """A runs file from someone else may not make simsp read a file of its choosing: a workload
     cell outside the CSV's folder tree (absolute, or climbing out with ..) is refused, naming the

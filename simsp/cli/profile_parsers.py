@@ -12,6 +12,7 @@ from simsp.cli.profile import (
     cmd_profile_memory,
     cmd_profile_optimizer,
 )
+from simsp.measure.fit import DEFAULT_MAX_SECONDS as FIT_MAX_SECONDS
 
 PROFILE_HELP = (
     "measure GEMMs, fused attention, collectives, the host floor, the Adam update or the "
@@ -266,6 +267,14 @@ def _calibrate(sub) -> None:
         "(schema: simsp/measure/runs.py)",
     )
     k.add_argument("--folds", type=int, default=5, help="cross-validation folds for --runs (5)")
+    k.add_argument(
+        "--max-seconds",
+        type=float,
+        default=FIT_MAX_SECONDS,
+        metavar="S",
+        help=f"most CPU seconds a --runs fit is estimated to take, refused up front past it "
+        f"(default {FIT_MAX_SECONDS:g})",
+    )
     k.add_argument(
         "--allow-outside",
         action="store_true",

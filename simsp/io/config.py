@@ -199,9 +199,11 @@ def model_name(hf_path) -> str:
     return path.parent.name if path.name == "config.json" else path.stem
 
 
-def load_workload(path, overrides: dict | None = None) -> Workload:
+def load_workload(path, overrides: dict | None = None, read=None) -> Workload:
     """Read a workload YAML, apply CLI overrides ({'model': ..., 'parallel': {...},
-    'training': {...}}), validate. A `--model` override names the run after its model.
+    'training': {...}}), validate. A `--model` override names the run after its model. `read`:
+    what reads the file's mapping (read_yaml; a runs file naming one YAML 10,000 times reads it
+    once and passes a copy each time).
 
     With no file (path None) the workload is the `--model` config.json alone: its seq_len and
     global batch must be given (`--seq-len`, `--global-batch`), the micro batch is 1 and every
@@ -220,7 +222,7 @@ def load_workload(path, overrides: dict | None = None) -> Workload:
         path = hf_model
         data = {"model": {}, "training": {"micro_batch": 1}}
     else:
-        data = read_yaml(path)
+        data = (read or read_yaml)(path)
     unknown_top_keys(data, path, WORKLOAD_KEYS)
     if hf_model:
         data["name"] = model_name(hf_model)

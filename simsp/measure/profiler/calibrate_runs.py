@@ -15,6 +15,7 @@ from simsp.measure.fit import (
     BY_NAME,
     Fit,
     calibration_values,
+    check_fit_work,
     check_out,
     cross_validated_fit,
     usable,
@@ -40,6 +41,7 @@ def calibrate_runs(args, command: str) -> None:
     names = tuple(n.strip() for n in args.fit.split(",")) if args.fit else tuple(BY_NAME)
     params, skipped = usable(names, hw, asked=bool(args.fit))
     w = load_workload(args.workload) if args.workload else None
+    check_fit_work(args.runs, runs, len(params), args.folds, args.max_seconds)
     result = cross_validated_fit(runs, hw, params, skipped, args.folds)
     moved = [(p, v) for p, v, c in zip(params, result.values, result.constrained, strict=True) if c]
     values = calibration_values([p for p, _ in moved], [v for _, v in moved], hw.calibration)
