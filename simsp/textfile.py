@@ -96,6 +96,8 @@ OWN_MARKS = (
     GENERATOR_META.encode(),
     b'"generator": "simsp"',
     b'"generator":"simsp"',
+    b"# measured by `simsp profile ",  # calibration lines of profile host / optimizer / memory
+    b"# nccl-tests version simsp-profile",  # logs of profile collectives
 )
 OWN_HEAD_BYTES = 1 << 16
 """How much of an existing file is read for a mark: every mark is written near the start."""

@@ -659,6 +659,19 @@ def trust_cases() -> list[Case]:
     cases.append(Case("plan/out-over-foreign", plan, (("w.yaml", w), ("p.csv", b"a,b\n1,2\n"))))
     argv = ("validate", "--set", "paper-table4", "--out", "{d}/report")
     cases.append(Case("validate/out-over-foreign", argv, (("report/errors.html", mine),)))
+    for kind in ("host", "optimizer", "memory"):  # refused before anything is measured
+        argv = ("profile", kind, "--device", "cpu", "--out", "{d}/lines.yaml")
+        cases.append(Case(f"profile/{kind}-over-foreign", argv, (("lines.yaml", mine),)))
+    # work past its limit: refused up front with the estimate, no output left
+    grid = {"tp": [1, 2], "pp": [1, 2], "micro_batch": [1, 2]}
+    spec = _dump({"workload": "w.yaml", "hardware": [str(HW)], "gpus": 4, "grid": grid})
+    argv = ("sweep", "{d}/s.yaml", "--out", "{d}/rows.csv", "--max-seconds", "1e-6")
+    cases.append(Case("sweep/past-max-seconds", argv, (("w.yaml", w), ("s.yaml", spec))))
+    runs = "layers,hidden,heads,seq_len,vocab,global_batch,micro_batch,iteration_s\n"
+    runs += "2,64,4,128,256,8,1,1.0\n2,64,4,128,256,8,1,1.1\n"
+    argv = ("calibrate", "--runs", "{d}/r.csv", "--hardware", str(HW), "--out", "{d}/f.yaml")
+    argv += ("--folds", "2", "--max-seconds", "1e-6")
+    cases.append(Case("calibrate/runs-past-max-seconds", argv, (("r.csv", runs.encode()),)))
     # typed text: an escape in an unknown flag, a 100,000-character choice, a huge pool
     files = (("w.yaml", w),)
     cases.append(Case("run/flag-escape", ("run", "{d}/w.yaml", "--\x1b[31mfoo"), files))

@@ -783,3 +783,20 @@ def test_a_table_simsp_wrote_is_known_by_its_header_after_its_provenance(tmp_pat
     out.write_text("# mine\ngroups,x\n1,2\n")
     with pytest.raises(InputError, match="not a file simsp wrote"):
         check_output(out, (".csv",), header=header)
+
+
+@pytest.mark.parametrize("kind", ["host", "optimizer", "memory"])
+def test_profile_lines_never_replace_a_file_simsp_did_not_write(tmp_path, capsys, kind):
+    """Issue 32: `profile ... --out` is checked before anything is measured (no torch needed
+    for the refusal); a file of calibration lines simsp wrote is known by its first line."""
+    out = tmp_path / "lines.yaml"
+    out.write_text("api_token: not yours\n")
+    assert main(["profile", kind, "--device", "cpu", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a file simsp wrote" in err
+    assert out.read_text() == "api_token: not yours\n"
+    out.write_text(f"# measured by `simsp profile {kind}` on CPU, torch 2.13, 2026-12-03\nx: 1\n")
+    assert written_by_simsp(out)
+    log = tmp_path / "all_reduce_perf.log"
+    log.write_text("# nccl-tests version simsp-profile nccl-headers=0 nccl-library=0\n")
+    assert written_by_simsp(log)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.tables import read_nccl_log
+from simsp.tables.attention import COLUMNS as ATTENTION_COLUMNS
 from simsp.textfile import check_output
 
 
@@ -50,6 +51,7 @@ def cmd_profile_gemm(args) -> None:
     runs = _runs(args)
     grouped = [g for run in runs for g in grouped_gemm.grouped_shapes(run)]
     grouped = list(dict.fromkeys(grouped))  # first of each, in order
+    _output(args.out, b"m,n,k,batch,layout,tflops")
     grouped_out = Path(args.grouped_out or Path(args.out).with_name("grouped_gemm.csv"))
     if grouped:
         check_output(grouped_out, (".csv",), inputs=(args.out,), header=b"groups,m,n,k,layout,")
@@ -128,6 +130,7 @@ def cmd_profile_attention(args) -> None:
     s = gemm.default_settings(args.device, args.dtype, args.repeats)  # fails first without torch
     runs = _runs(args)
     w = runs[0]
+    _output(args.out, ",".join(ATTENTION_COLUMNS).encode())
     todo = attention.unique([c for run in runs for c in attention.workload_cases(run)])
     n_workload = len(todo)
     if not todo and not args.grid:
@@ -225,6 +228,9 @@ def cmd_profile_collectives(args) -> None:
         args.out,
         command_line(args),
     )
+    from simsp.textfile import check_output_dir
+
+    check_output_dir(args.out, {name: b"" for name in collectives.LOG_NAMES.values()})
     for path in collectives.run(s):
         t = read_nccl_log(path)
         print(
@@ -240,6 +246,7 @@ def cmd_profile_host(args) -> None:
 
     if args.repeats < 1:
         raise InputError("--repeats", "repeats", args.repeats, "must be a positive integer")
+    _output(args.out, b"host_forward_us:")
     _emit(measure(args.device, args.repeats).yaml_lines(command_line(args)), args.out)
 
 
@@ -248,6 +255,7 @@ def cmd_profile_optimizer(args) -> None:
     line."""
     from simsp.measure.profiler.optimizer import measure
 
+    _output(args.out, b"adam_gbps:")
     _emit(
         measure(args.device, args.params, args.hidden, args.repeats).yaml_lines(command_line(args)),
         args.out,
@@ -259,8 +267,17 @@ def cmd_profile_memory(args) -> None:
     lines `simsp calibrate --memory` reads."""
     from simsp.measure.profiler.memory_bound import measure
 
+    _output(args.out, b"stream_gbps:")
     rates = measure(args.device, args.sizes, args.tokens, args.vocab, args.repeats)
     _emit(rates.yaml_lines(command_line(args)), args.out)
+
+
+def _output(path, header: bytes) -> None:
+    """An output a profile writes, checked before anything is measured: where its folder is
+    there already, check_output's rules (no link, no folder, only a file simsp wrote, known by
+    its mark or its CSV `header`); a folder that is not there yet is made when it writes."""
+    if path and Path(path).parent.is_dir():
+        check_output(path, header=header)
 
 
 def _emit(lines: list[str], out: str | None) -> None:

@@ -67,9 +67,9 @@ def _size(n: float) -> str:
 
 
 def duration(seconds: float) -> str:
-    """`under 1 s`, `42 s`, `12 min`, `3 h`."""
-    if seconds < 0.5:
-        return "under 1 s"
+    """`0.003 s`, `42 s`, `12 min`, `3 h`."""
+    if seconds < 1:
+        return f"{seconds:.1g} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
