@@ -763,6 +763,14 @@ def test_plan_and_folder_outputs_replace_only_their_own_files(tmp_path, capsys):
     assert "errors.html" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["errors.html"]
     (folder / "errors.html").write_text("")
+    # a page this run would not write (no peer simulator's set) is neither checked nor touched
+    (folder / "peers.html").write_text("<html>mine</html>")
+    assert main(["validate", "--set", "paper-table4", "--out", str(folder)]) == 0
+    capsys.readouterr()
+    assert (folder / "peers.html").read_text() == "<html>mine</html>"
+    assert main(["validate", "--set", "vtrain-single", "--out", str(folder)]) == 2
+    assert "peers.html" in capsys.readouterr().err
+    (folder / "peers.html").unlink()
     (folder / "reproduction.html").write_text("<html>mine</html>")
     assert main(["reproduce", "--out", str(folder)]) == 2
     assert "reproduction.html" in capsys.readouterr().err

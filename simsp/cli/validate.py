@@ -28,13 +28,17 @@ def cmd_validate(args) -> None:
             "--workers", "workers", args.workers, f"must be 1 to {cpus} processes (the CPUs)"
         )
     sets = tuple(args.set) if args.set else SETS
-    if args.out:
-        from simsp.validate.report import OUT_HEADERS
-
-        check_output_dir(args.out, OUT_HEADERS)  # before the sets run
     if args.accuracy:  # the accuracy file needs every measured set, whatever else was asked
         check_output(args.accuracy, (".json",))
         sets = tuple(s for s in SETS if s in sets or s in MEASURED_SETS + STACK_SETS)
+    if args.out:  # before the sets run: the files this run may write
+        from simsp.validate.cases import PEER_SETS
+        from simsp.validate.report import OUT_HEADERS
+
+        peers = any(s in PEER_SETS for s in sets)
+        check_output_dir(
+            args.out, {k: v for k, v in OUT_HEADERS.items() if peers or k != "peers.html"}
+        )
     v = run_validation(sets, workers=args.workers)
     if args.accuracy:
         write_text(args.accuracy, accuracy_json(v.results))
