@@ -638,13 +638,17 @@ def test_work_estimate_counts_each_phase():
     assert screened.event_s == 0 and screened.enumerate_s == 1.0
     assert len(ws) * W.VECTOR_ROW_S <= screened.screen_s <= len(ws) * W.SCALAR_ROW_S
     assert "event simulations" in events.describe() and "closed form" in screened.describe()
+    bound = W.evaluation(ws, True, W.SweepWork(), 0.25)
+    assert bound.simulated == math.ceil(0.25 * len(ws)) and bound.at_most
+    assert bound.event_s >= 0.25 * events.event_s  # the costliest quarter, no less
+    assert bound.describe().startswith("up to")
 
 
 @pytest.mark.parametrize("screening", [False, True])
 def test_a_sweep_estimated_past_max_seconds_is_refused_before_writing(tmp_path, capsys, screening):
     """Past --max-seconds: one line naming the estimate, the limit and the flag, exit 2, no
-    output file; without --screen it says what screening would take. A limit between the
-    screening's own work and the whole is refused after screening chose, before any row."""
+    output file; without --screen it says what screening would take; with it, the bound on
+    its event simulations (the kept share that costs most) counts before screening starts."""
     from simsp.sweep import work as W
     from simsp.sweep.spec import grid_points
 
@@ -659,7 +663,8 @@ def test_a_sweep_estimated_past_max_seconds_is_refused_before_writing(tmp_path, 
     assert cli_main(argv + (["--screen"] if screening else []) + ["--jobs", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--max-seconds raises it" in err
-    assert "event simulations" in err and ("--screen takes" in err) == (not screening)
+    assert "event simulations" in err and ("--screen would take" in err) == (not screening)
+    assert "up to" in err
     assert not out.exists()
     with pytest.raises(InputError, match="grid points"):  # the enumeration alone, before it
         sweep.run_sweep(spec, str(out), jobs=1, progress=False, max_seconds=before.seconds / 2)

@@ -80,13 +80,13 @@ def run_sweep(
     share = spec.keep if keep is None else keep
     try:  # refusals before this run's first row leave the output as they found it
         if screening:  # the closed form's work now, the engine's once screening has kept some
-            size = evaluation([c.workload for c in configs], True, listing)
+            size = evaluation([c.workload for c in configs], True, listing, share)
             check_work(spec.source, f"{len(configs):,} configurations", size, max_seconds)
             rows, kept = screen(configs, share)
             todo = [c for c in todo if c.key in kept]
-            _check_events(spec, configs, todo, size, max_seconds)
+            _check_events(spec, configs, todo, size, max_seconds, share)
         else:
-            _check_events(spec, configs, todo, listing, max_seconds)
+            _check_events(spec, configs, todo, listing, max_seconds, share)
     except BaseException:
         output.abandon()
         raise
@@ -111,17 +111,17 @@ def run_sweep(
     return Outcome(rows, counts, resumed, len(todo), screened, time.perf_counter() - t0)
 
 
-def _check_events(spec, configs, todo, before, limit) -> None:
+def _check_events(spec, configs, todo, before, limit, keep) -> None:
     """The whole sweep's work once the configurations to event-simulate are known (`before`:
-    the work done by then): refused past `limit`, saying what --screen would take where it was
-    not asked; said on stderr when it runs long."""
+    the work counted up to them): refused past `limit`, saying what --screen would take (its
+    bound, `keep`) where it was not asked; said on stderr when it runs long."""
     size = dataclasses.replace(
-        before, event_s=events_s([c.workload for c in todo]), simulated=len(todo)
+        before, event_s=events_s([c.workload for c in todo]), simulated=len(todo), at_most=False
     )
     hint = ""
     if before.screen_s == 0 and size.seconds > limit:
-        screened = evaluation([c.workload for c in configs], True, before)
-        hint = f"; --screen takes {screened.describe()} before its event simulations"
+        screened = evaluation([c.workload for c in configs], True, before, keep)
+        hint = f"; --screen would take {screened.describe()}"
     check_work(spec.source, f"{len(configs):,} configurations", size, limit, hint)
     if size.seconds > NOTICE_S:
         said = f"simsp: sweep of {len(configs):,} configurations: {size.describe()}"

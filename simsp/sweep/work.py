@@ -40,7 +40,8 @@ row): 2.6 ms, the intercept of 120 configurations' CPU time against their action
 DEFAULT_MAX_SECONDS = 120.0
 """Estimated CPU seconds a sweep may take before it is refused (--max-seconds raises it): every
 shipped sweep spec fits (the largest, 672 configurations event-simulated: estimated 15 s, 14 s
-measured)."""
+measured); a grid at --max-grid does not (184,320 GPT-3 points: 22 min event-simulated, at most
+2 min with --screen)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class SweepWork:
     event_s: float = 0.0
     simulated: int = 0
     """Configurations to event-simulate (with --screen, those it kept)."""
+    at_most: bool = False
+    """Whether the event simulations are a bound (before screening chose them)."""
 
     @property
     def seconds(self) -> float:
@@ -62,10 +65,14 @@ class SweepWork:
         parts = [
             (f"enumeration {duration(self.enumerate_s)}", self.enumerate_s),
             (f"closed form {duration(self.screen_s)}", self.screen_s),
-            (f"{self.simulated:,} event simulations {duration(self.event_s)}", self.event_s),
+            (
+                f"{'up to ' if self.at_most else ''}{self.simulated:,} event simulations "
+                f"{duration(self.event_s)}",
+                self.event_s,
+            ),
         ]
         said = ", ".join(text for text, s in parts if s > 0)
-        return f"about {duration(self.seconds)} of CPU ({said})"
+        return f"{'up to' if self.at_most else 'about'} {duration(self.seconds)} of CPU ({said})"
 
 
 def enumeration(points: int, as_columns: bool) -> SweepWork:
@@ -78,12 +85,14 @@ def events_s(workloads) -> float:
     return math.fsum(EVENT_RUN_S + work(w).actions * SECONDS_PER_ACTION for w in workloads)
 
 
-def evaluation(workloads, screening: bool, before: SweepWork) -> SweepWork:
+def evaluation(workloads, screening: bool, before: SweepWork, keep: float = 0.0) -> SweepWork:
     """`before` and the work of evaluating `workloads`: every one event-simulated, or with
-    `screening` every one in closed form (the event simulations of the kept share are counted
-    once screening has chosen them)."""
+    `screening` every one in closed form and, as a bound, the `keep` share of them that costs
+    most in the engine (screening keeps that share of those that fit: no more)."""
     if not screening:
         return dataclasses.replace(before, event_s=events_s(workloads), simulated=len(workloads))
+    kept = math.ceil(keep * len(workloads))
+    costly = sorted(workloads, key=lambda w: work(w).actions, reverse=True)[:kept]
     from simsp.sim.closed_form_columns import vectorisable
     from simsp.sim.workload_columns import from_workloads
 
@@ -95,7 +104,10 @@ def evaluation(workloads, screening: bool, before: SweepWork) -> SweepWork:
             w = workloads[i]
             walked = work(w).actions * WALK_ACTION_S if memory_walks(w) else 0.0
             screen += SCALAR_ROW_S + walked
-    return dataclasses.replace(before, screen_s=screen)
+    bound = events_s(costly)
+    return dataclasses.replace(
+        before, screen_s=screen, event_s=bound, simulated=kept, at_most=kept > 0
+    )
 
 
 def check_limit(limit) -> float:
