@@ -243,9 +243,10 @@ _GPT_OSS = (
 )
 _QWEN3_30B = (
     "Qwen3-30B-A3B, the set's finest experts (128 of 768): all thirteen rows are 12-63% fast, "
-    "on every GPU and release; its grouped GEMMs are the narrowest of the set and the B200 "
-    "grouped table's nearest points are DeepSeek's 1536- and 2048-wide experts, and TE's "
-    "per-group host cost is measured nowhere found: a suspected reason, not a priced one"
+    "on every GPU and release; the gap is 2.9-5.8 ms a layer and microbatch at micro batches 1 "
+    "to 8 on H100 to GB300 alike, and 1.2-2.1 ms where the recipe graphed the whole layer: a "
+    "host-bound layer's signature, and TE's host time per grouped-GEMM group is measured "
+    "nowhere found (docs/validation.md): a suspected reason, not a priced one"
 )
 KNOWN_GAPS: dict[str, str] = {
     # Suspected, unmeasured: what the rows of one model share (docs/validation.md)
