@@ -266,7 +266,7 @@ def enumerate_mixed(
     outer = [(k, v) for k, v in spec.grid if not _column_key(k, v)]
     inner = tuple((k, v) for k, v in spec.grid if _column_key(k, v))
     sizes = [len(v) for _, v in spec.grid]
-    outer_at = [i for i, (k, _) in enumerate(spec.grid) if not _column_key(k, _)]
+    outer_at = [i for i, (k, v) in enumerate(spec.grid) if not _column_key(k, v)]
     inner_at = [i for i in range(len(spec.grid)) if i not in outer_at]
     inner_sizes = [sizes[i] for i in inner_at]
     found: list[tuple[int, int, Config]] = []  # (hardware, grid point, configuration)

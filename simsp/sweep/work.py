@@ -40,8 +40,8 @@ row): 2.6 ms, the intercept of 120 configurations' CPU time against their action
 DEFAULT_MAX_SECONDS = 120.0
 """Estimated CPU seconds a sweep may take before it is refused (--max-seconds raises it): every
 shipped sweep spec fits (the largest, 672 configurations event-simulated: estimated 15 s, 14 s
-measured); a grid at --max-grid does not (184,320 GPT-3 points: 22 min event-simulated, at most
-2 min with --screen)."""
+measured); a grid at --max-grid does not (184,320 GPT-3 points: about 20 min event-simulated,
+up to 12 min with --screen)."""
 
 
 @dataclass(frozen=True)
@@ -89,13 +89,13 @@ def evaluation(workloads, screening: bool, before: SweepWork, keep: float = 0.0)
     """`before` and the work of evaluating `workloads`: every one event-simulated, or with
     `screening` every one in closed form and, as a bound, the `keep` share of them that costs
     most in the engine (screening keeps that share of those that fit: no more)."""
+    from simsp.sim.closed_form_columns import vectorisable  # numpy: only when screening
+    from simsp.sim.workload_columns import from_workloads
+
     if not screening:
         return dataclasses.replace(before, event_s=events_s(workloads), simulated=len(workloads))
     kept = math.ceil(keep * len(workloads))
     costly = sorted(workloads, key=lambda w: work(w).actions, reverse=True)[:kept]
-    from simsp.sim.closed_form_columns import vectorisable
-    from simsp.sim.workload_columns import from_workloads
-
     screen = 0.0
     for cols, rows in from_workloads(workloads):
         covered = vectorisable(cols)
