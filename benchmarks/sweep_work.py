@@ -27,15 +27,21 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from simsp.errors import InputError  # noqa: E402
 from simsp.io.config import load_hardware, load_workload  # noqa: E402
 from simsp.sim.budget import SECONDS_PER_ACTION, memory_walks, work  # noqa: E402
 from simsp.sim.closed_form import estimate  # noqa: E402
 from simsp.sim.closed_form_columns import clear_caches, estimate_many, vectorisable  # noqa: E402
 from simsp.sim.workload_columns import from_workloads  # noqa: E402
 from simsp.spec.rules import first_broken  # noqa: E402
-from simsp.sweep import SweepSpec, enumerate_configs, event_result  # noqa: E402
+from simsp.sweep import (  # noqa: E402
+    SweepSpec,
+    enumerate_configs,
+    event_result,
+    run_sweep,  # noqa: E402
+)
 from simsp.sweep import work as W  # noqa: E402
-from simsp.sweep.grid_columns import enumerate_mixed  # noqa: E402
+from simsp.sweep.grid_columns import column_grids, enumerate_columns, enumerate_mixed  # noqa: E402
 
 GRID = (
     ("tp", (1, 2, 4, 8)),
@@ -49,6 +55,11 @@ GRID = (
     ("overlap_grad_reduce", (True, False)),
     ("tp_comm_overlap", (True, False)),
 )
+BIG = tuple(
+    (k, (256, 512, 768, 1024, 1280, 1536, 2048, 3072) if k == "global_batch" else v)
+    for k, v in GRID
+)
+"""GRID with eight global batches: 184,320 points, near --max-grid (docs/usage.md's example)."""
 SWEEPS = (
     ["workloads/sweeps/gpt3-175b-64gpu.yaml"],
     ["workloads/sweeps/gpt3-175b-128gpu-schedules.yaml"],
@@ -86,10 +97,24 @@ def main() -> None:
     spec = SweepSpec("benchmark", base, (hw,), 128, GRID)
     points = int(np.prod([len(v) for _, v in GRID]))
 
-    t_mixed, (configs, _) = _cpu(lambda: enumerate_mixed(spec))
-    _row("enumeration per point, as columns", t_mixed / points, W.COLUMN_POINT_S)
+    one = SweepSpec("one point", base, (hw,), 128, (("tp", (8,)),))
+    t_grid, _ = _cpu(lambda: [enumerate_columns(one, reason=False).configs() for _ in range(200)])
+    _row("a column grid, besides its points", t_grid / 200, W.COLUMN_GRID_S)
+    grids = column_grids(spec)
+    t_columns, found = _cpu(lambda: [enumerate_columns(s, reason=False) for s in _outer(spec)])
+    _row(
+        "a grid point, as columns",
+        (t_columns - grids * W.COLUMN_GRID_S) / points,
+        W.COLUMN_POINT_S,
+    )
+    n_configs = sum(g.counts.configs for g in found)
+    t_configs, _ = _cpu(lambda: [g.configs() for g in found])
+    _row(f"a valid configuration, built ({n_configs:,})", t_configs / n_configs, W.CONFIG_S)
+    t_mixed, (configs, counts) = _cpu(lambda: enumerate_mixed(spec))
+    counted = W.enumeration(points, grids, counts.configs).seconds
+    print(f"enumerate_mixed, {points:,} points: {t_mixed:.2f} s CPU, {counted:.2f} s counted")
     t_scalar, _ = _cpu(lambda: enumerate_configs(spec))
-    _row("enumeration per point, one at a time", t_scalar / points, W.SCALAR_POINT_S)
+    _row("a grid point, one at a time", t_scalar / points, W.SCALAR_POINT_S)
 
     ws = [c.workload for c in configs]
     array, scalar = [], []
@@ -130,21 +155,40 @@ def main() -> None:
     _row("event simulation, per action", per, SECONDS_PER_ACTION)
 
     from simsp.sweep import load_spec
-    from simsp.sweep.grid_columns import as_columns
     from simsp.sweep.runner import enumerate_all
     from simsp.sweep.spec import grid_points
 
     for argv in SWEEPS:
         s = load_spec(ROOT / argv[0])
-        cs, _ = enumerate_all(s)
-        size = W.evaluation(
-            [c.workload for c in cs], False, W.enumeration(grid_points(s), as_columns(s))
-        )
+        cs, counts = enumerate_all(s)
+        listing = W.enumeration(grid_points(s), column_grids(s), counts.configs)
+        size = W.evaluation([c.workload for c in cs], False, listing)
         what = f"{Path(argv[0]).stem} {' '.join(argv[1:])}".strip()
         if "--screen" in argv:
             print(f"{what}: measured {_sweep_cpu(argv):.1f} s CPU (estimate: see its stderr)")
             continue
         print(f"{what}: estimate {size.seconds:.1f} s, measured {_sweep_cpu(argv):.1f} s CPU")
+
+    big = dataclasses.replace(spec, grid=BIG)  # the grid at --max-grid: refused, with the estimate
+    for screening in (False, True):
+        try:
+            run_sweep(big, progress=False, screening=screening, keep=0.1)
+            print("the 184,320-point grid ran (not refused)")
+        except InputError as e:
+            print(f"184,320-point grid{' --screen' if screening else ''}: {e}")
+
+
+def _outer(spec):
+    """The column grids enumerate_mixed runs: one per combination of the outer keys."""
+    import itertools
+
+    from simsp.sweep.spec import with_values
+
+    outer = [(k, v) for k, v in spec.grid if k in ("overlap_grad_reduce", "tp_comm_overlap")]
+    inner = tuple((k, v) for k, v in spec.grid if (k, v) not in outer)
+    for combo in itertools.product(*(v for _, v in outer)):
+        values = dict(zip((k for k, _ in outer), combo, strict=True))
+        yield dataclasses.replace(spec, workload=with_values(spec.workload, values), grid=inner)
 
 
 if __name__ == "__main__":

@@ -96,16 +96,21 @@ OWN_MARKS = (
     GENERATOR_META.encode(),
     b'"generator": "simsp"',
     b'"generator":"simsp"',
+)
+OWN_FIRST_LINES = (
     b"# measured by `simsp profile ",  # calibration lines of profile host / optimizer / memory
     b"# nccl-tests version simsp-profile",  # logs of profile collectives
 )
+"""How the files of simsp's profilers begin: only at the very start (a hardware file carries
+the first in its calibration comments, and is not theirs to replace)."""
 OWN_HEAD_BYTES = 1 << 16
 """How much of an existing file is read for a mark: every mark is written near the start."""
 
 
 def written_by_simsp(path, header: bytes = b"") -> bool:
     """Whether an existing file is one simsp wrote, so that writing again may replace it: its
-    first OWN_HEAD_BYTES hold one of OWN_MARKS, or its first line that is not a '#' comment
+    first OWN_HEAD_BYTES hold one of OWN_MARKS, it begins with one of OWN_FIRST_LINES, or its
+    first line that is not a '#' comment
     starts with `header` (a CSV simsp writes, known by its header line, after any provenance
     comments), or it is empty (a name reserved for the output)."""
     try:
@@ -113,7 +118,7 @@ def written_by_simsp(path, header: bytes = b"") -> bool:
             head = f.read(OWN_HEAD_BYTES)
     except OSError:
         return False
-    if not head or any(m in head for m in OWN_MARKS):
+    if not head or any(m in head for m in OWN_MARKS) or head.startswith(OWN_FIRST_LINES):
         return True
     if not header:
         return False

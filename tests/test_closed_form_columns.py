@@ -209,6 +209,7 @@ def test_mixed_grids_enumerate_as_enumerate_configs(workloads, hardware, h100):
     gpt3 = workloads["gpt3-175b"]
     mixed = (
         ("heads", (97, 96)),
+        ("bias", (True, "true")),  # one value twice: every configuration a duplicate once
         ("tp", (1, 2, 4, 8)),
         ("overlap_grad_reduce", (True, False)),
         ("pp", (1, 2, 4, 8)),
@@ -228,6 +229,7 @@ def test_mixed_grids_enumerate_as_enumerate_configs(workloads, hardware, h100):
             assert [c.workload for c in got] == [c.workload for c in want]
             assert [c.hardware for c in got] == [c.hardware for c in want]
             assert ("heads=97" in counts.reason) == (spec.source == "m")
+            assert counts.duplicates >= counts.configs  # the bias pair, across combinations
     few = (("tp", (1, 2)), ("seq_len", (1024, 2048)))
     assert enumerate_mixed(SweepSpec("t", gpt3, (hardware,), 64, few)) is None
     assert enumerate_mixed(SweepSpec("t", gpt3, (hardware,), 64, mixed[1:2])) is None

@@ -808,3 +808,9 @@ def test_profile_lines_never_replace_a_file_simsp_did_not_write(tmp_path, capsys
     log = tmp_path / "all_reduce_perf.log"
     log.write_text("# nccl-tests version simsp-profile nccl-headers=0 nccl-library=0\n")
     assert written_by_simsp(log)
+    # a hardware file carries profile lines in its comments: it is not the profiler's to replace
+    hardware = tmp_path / "mine-h100.yaml"
+    hardware.write_text(open(os.path.join(ROOT, "hardware", "dgx-h100.yaml")).read())
+    assert b"# measured by `simsp profile " in hardware.read_bytes()
+    assert not written_by_simsp(hardware)
+    assert main(["profile", kind, "--device", "cpu", "--out", str(hardware)]) == 2

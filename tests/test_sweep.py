@@ -620,28 +620,46 @@ WORK_GRID = {"tp": [4, 8], "pp": [4, 8, 16], "recompute": ["selective", "full"]}
 
 
 def test_work_estimate_counts_each_phase():
-    """The estimate is counts times simsp's measured CPU costs: enumeration by the grid's points
-    and its path, screening by array and scalar rows, event simulation by runs and actions."""
-    from simsp.sim.budget import SECONDS_PER_ACTION, work
+    """The estimate is counts times simsp's measured CPU costs: enumeration by column grids,
+    points and valid configurations (before the enumeration a bound: every point valid), or by
+    points one at a time; screening by array and scalar rows; event simulations by runs and
+    actions; the kept share of a screened sweep bounded by the costliest of those left."""
+    from simsp.sim.budget import work
     from simsp.sweep import work as W
 
-    assert W.enumeration(1000, True).seconds == pytest.approx(1000 * W.COLUMN_POINT_S)
-    assert W.enumeration(1000, False).seconds == pytest.approx(1000 * W.SCALAR_POINT_S)
+    assert W.enumeration(1000, 0).seconds == pytest.approx(1000 * W.SCALAR_POINT_S)
+    bound, counted = W.enumeration(1000, 4), W.enumeration(1000, 4, 250)
+    assert bound.at_most and not counted.at_most and counted.seconds < bound.seconds
+    assert counted.describe().startswith("about") and bound.describe().startswith("up to")
     spec = sweep.load_spec(SPEC_175B)
     ws = [c.workload for c in sweep.enumerate_configs(spec)[0]]
     events = W.evaluation(ws, False, W.SweepWork())
-    assert events.simulated == len(ws) and events.screen_s == 0
-    assert events.event_s == pytest.approx(
-        sum(W.EVENT_RUN_S + work(w).actions * SECONDS_PER_ACTION for w in ws)
-    )
+    assert events.simulated == len(ws) and events.screen_s == 0 and events.event_s > 0
     screened = W.evaluation(ws, True, W.SweepWork(enumerate_s=1.0))
     assert screened.event_s == 0 and screened.enumerate_s == 1.0
     assert len(ws) * W.VECTOR_ROW_S <= screened.screen_s <= len(ws) * W.SCALAR_ROW_S
     assert "event simulations" in events.describe() and "closed form" in screened.describe()
-    bound = W.evaluation(ws, True, W.SweepWork(), 0.25)
-    assert bound.simulated == math.ceil(0.25 * len(ws)) and bound.at_most
-    assert bound.event_s >= 0.25 * events.event_s  # the costliest quarter, no less
-    assert bound.describe().startswith("up to")
+    kept = W.kept_bound(ws, 10, screened)
+    by_actions = sorted(ws, key=lambda w: work(w).actions)
+    cheapest = W.evaluation(by_actions[:10], False, W.SweepWork())
+    assert kept.simulated == 10 and kept.at_most and kept.event_s > cheapest.event_s
+    assert W.kept_bound(ws[:3], 10, screened).simulated == 3  # never more than are left
+    assert W.kept_bound([], 10, screened).seconds == screened.seconds
+
+
+def test_a_refused_sweep_leaves_its_output_as_it_was_and_a_finished_one_resumes(tmp_path):
+    """An empty --out stays empty when the sweep is refused; a screened sweep resumed with
+    nothing left to simulate is not refused for what it no longer has to do."""
+    spec_path = write_spec(tmp_path, WORK_GRID)
+    out = tmp_path / "rows.csv"
+    out.write_bytes(b"")
+    argv = ["sweep", str(spec_path), "--out", str(out), "--jobs", "1", "--no-progress"]
+    assert cli_main([*argv, "--screen", "--max-seconds", "1e-9"]) == 2
+    assert out.read_bytes() == b""
+    assert cli_main([*argv, "--screen"]) == 0
+    rows = out.read_bytes()
+    assert cli_main([*argv, "--screen", "--max-seconds", "0.05"]) == 0  # only the closed form
+    assert out.read_bytes() == rows
 
 
 @pytest.mark.parametrize("screening", [False, True])
@@ -655,9 +673,10 @@ def test_a_sweep_estimated_past_max_seconds_is_refused_before_writing(tmp_path, 
     spec_path = write_spec(tmp_path, WORK_GRID)
     spec = sweep.load_spec(spec_path)
     configs = sweep.enumerate_configs(spec)[0]
-    before = W.enumeration(grid_points(spec), True)
+    before = W.enumeration(grid_points(spec), 1, len(configs))
     screen = W.evaluation([c.workload for c in configs], True, before).seconds
-    limit = screen * 1.01 if screening else before.seconds * 1.01
+    listing = W.enumeration(grid_points(spec), 1).seconds  # the bound checked before it
+    limit = screen * 1.01 if screening else max(before.seconds, listing) * 1.01
     out = tmp_path / "rows.csv"
     argv = ["sweep", str(spec_path), "--out", str(out), "--max-seconds", f"{limit:.9f}"]
     assert cli_main(argv + (["--screen"] if screening else []) + ["--jobs", "1"]) == 2
@@ -667,6 +686,6 @@ def test_a_sweep_estimated_past_max_seconds_is_refused_before_writing(tmp_path, 
     assert "up to" in err
     assert not out.exists()
     with pytest.raises(InputError, match="grid points"):  # the enumeration alone, before it
-        sweep.run_sweep(spec, str(out), jobs=1, progress=False, max_seconds=before.seconds / 2)
+        sweep.run_sweep(spec, str(out), jobs=1, progress=False, max_seconds=before.seconds / 4)
     for bad in ("0", "-1", "nan"):
         assert cli_main(["sweep", str(spec_path), "--max-seconds", bad]) == 2

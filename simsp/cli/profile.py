@@ -230,7 +230,8 @@ def cmd_profile_collectives(args) -> None:
     )
     from simsp.textfile import check_output_dir
 
-    check_output_dir(args.out, {name: b"" for name in collectives.LOG_NAMES.values()})
+    if Path(args.out).parent.is_dir():  # a folder not there yet is made when the logs are
+        check_output_dir(args.out, {name: b"" for name in collectives.LOG_NAMES.values()})
     for path in collectives.run(s):
         t = read_nccl_log(path)
         print(

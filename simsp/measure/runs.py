@@ -86,26 +86,20 @@ def read_runs(path, allow_outside: bool = False) -> tuple[MeasuredRun, ...]:
     if not rows:
         raise InputError(path, "rows", 0, "holds no run: a header and at least one row")
     folder = Path(path).resolve().parent
-    read = _Reader()
+    read = _reader()
     return tuple(_run(path, folder, r, allow_outside, read) for r in rows)
 
 
-class _Reader:
-    """Each workload YAML a runs file names parsed once (a copy handed out each time): 10,000
-    rows naming one file read in seconds, not the 40 s of parsing it 10,000 times."""
+def _reader():
+    """A reader of workload YAMLs that parses each file once and hands out a copy each time:
+    10,000 rows naming one file read in seconds, not the 40 s of parsing it 10,000 times."""
+    import copy
+    from functools import lru_cache
 
-    def __init__(self):
-        self.seen: dict = {}
+    from simsp.io.config import read_yaml
 
-    def __call__(self, path):
-        import copy
-
-        from simsp.io.config import read_yaml
-
-        key = str(path)
-        if key not in self.seen:
-            self.seen[key] = read_yaml(path)
-        return copy.deepcopy(self.seen[key])
+    parsed = lru_cache(maxsize=None)(read_yaml)
+    return lambda path: copy.deepcopy(parsed(str(path)))
 
 
 def _split(path) -> tuple[tuple[str, ...], list[_Row]]:

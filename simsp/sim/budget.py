@@ -67,9 +67,11 @@ def _size(n: float) -> str:
 
 
 def duration(seconds: float) -> str:
-    """`0.003 s`, `42 s`, `12 min`, `3 h`."""
+    """`under 0.0001 s`, `0.0023 s`, `0.25 s`, `42 s`, `12 min`, `3 h`."""
+    if seconds < 1e-4:
+        return "under 0.0001 s"
     if seconds < 1:
-        return f"{seconds:.1g} s"
+        return f"{seconds:.2g} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -103,6 +105,13 @@ def check_limit(limit) -> int:
     if limit < 1:
         raise InputError("--max-actions", "max_actions", limit, "must be a positive integer")
     return limit
+
+
+def check_seconds(limit) -> float:
+    """--max-seconds as given (a sweep's, a fit's): a positive number of CPU seconds."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+        raise InputError("--max-seconds", "max_seconds", limit, "must be a positive number")
+    return float(limit)
 
 
 def _refusal(source, w, size: Work, limit: int, what: str) -> InputError:

@@ -60,9 +60,9 @@ class GridColumns:
     columns: WorkloadColumns
     """The configurations of one hardware file, in grid order."""
     counts: Counts
-    points: np.ndarray | None = None
+    points: np.ndarray
     """Each configuration's grid point (its index in itertools.product order)."""
-    first_skipped: int = -1
+    first_skipped: int
     """The first grid point skipped as invalid or too big (-1: none)."""
 
     def __len__(self) -> int:
@@ -231,13 +231,20 @@ def _reason(spec: SweepSpec, point: int, max_actions: int, explicit: bool) -> st
     return found
 
 
-MIXED_MIN_POINTS = 16
-"""Column grid points an outer combination must hold for the mixed enumeration to pay."""
+MIXED_MIN_POINTS = 32
+"""Column grid points an outer combination must hold for the mixed enumeration to pay: a column
+grid costs about 0.4 ms besides its points, a point one at a time about 70 us (sweep/work.py),
+so the two meet near 16 points; 32 leaves the margin."""
 
 
-def as_columns(spec: SweepSpec) -> bool:
-    """Whether the grid enumerates as columns (enumerate_columns or enumerate_mixed)."""
-    return _covered(spec) or mixed(spec)
+def column_grids(spec: SweepSpec) -> int:
+    """How many column grids the spec enumerates as: 1 (enumerate_columns), one per combination
+    of the outer keys' values (enumerate_mixed), or 0 (one point at a time)."""
+    if _covered(spec):
+        return 1
+    if not mixed(spec):
+        return 0
+    return math.prod(len(v) for k, v in spec.grid if not _column_key(k, v))
 
 
 def mixed(spec: SweepSpec) -> bool:
@@ -278,7 +285,7 @@ def enumerate_mixed(
         digits = [0] * len(sizes)
         for i, j in zip(outer_at, combo, strict=True):
             digits[i] = j
-        index = np.array(np.unravel_index(grid.points, inner_sizes)) if inner_sizes else None
+        index = np.array(np.unravel_index(grid.points, inner_sizes))
         full = [None] * len(sizes)
         for n, i in enumerate(inner_at):
             full[i] = index[n]

@@ -1,7 +1,7 @@
 """Running a sweep: enumerate, skip what the output already holds, screen in closed form when
 asked, event-simulate the rest on an executor, and write each row as it finishes."""
 
-import dataclasses
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +25,7 @@ from simsp.sweep.work import (
     check_work,
     enumeration,
     evaluation,
-    events_s,
+    kept_bound,
 )
 
 
@@ -61,16 +61,16 @@ def run_sweep(
     output that cannot be written or is not a sweep's, a grid past max_grid, a grid with no
     valid configuration, or work estimated past max_seconds of CPU (sweep/work.py: before the
     enumeration for the enumeration, before the first evaluation for the whole)."""
-    from simsp.sweep.grid_columns import as_columns  # numpy: only when sweeping
+    from simsp.sweep.grid_columns import column_grids  # numpy: only when sweeping
 
     t0 = time.perf_counter()
     output = Output(out)
     check_grid_size(spec, max_grid)
-    points = grid_points(spec)
-    listing = enumeration(points, as_columns(spec))
-    check_work(spec.source, f"{points:,} grid points", listing, max_seconds)
+    points, grids = grid_points(spec), column_grids(spec)
+    check_work(spec.source, f"{points:,} grid points", enumeration(points, grids), max_seconds)
     configs, counts = enumerate_all(spec, max_actions)
     check_some_valid(spec, counts)
+    listing = enumeration(points, grids, counts.configs)
     wanted = {c.key for c in configs}
     done = {}
     for r in output.existing():
@@ -78,15 +78,11 @@ def run_sweep(
     resumed = sum(k in wanted for k in done)
     todo = [c for c in configs if c.key not in done]
     share = spec.keep if keep is None else keep
-    try:  # refusals before this run's first row leave the output as they found it
-        if screening:  # the closed form's work now, the engine's once screening has kept some
-            size = evaluation([c.workload for c in configs], True, listing, share)
-            check_work(spec.source, f"{len(configs):,} configurations", size, max_seconds)
+    try:  # a refusal before this run's first row leaves the output as it found it
+        _check_work(spec, configs, todo, listing, screening, share, max_seconds)
+        if screening:
             rows, kept = screen(configs, share)
             todo = [c for c in todo if c.key in kept]
-            _check_events(spec, configs, todo, size, max_seconds, share)
-        else:
-            _check_events(spec, configs, todo, listing, max_seconds, share)
     except BaseException:
         output.abandon()
         raise
@@ -111,17 +107,21 @@ def run_sweep(
     return Outcome(rows, counts, resumed, len(todo), screened, time.perf_counter() - t0)
 
 
-def _check_events(spec, configs, todo, before, limit, keep) -> None:
-    """The whole sweep's work once the configurations to event-simulate are known (`before`:
-    the work counted up to them): refused past `limit`, saying what --screen would take (its
-    bound, `keep`) where it was not asked; said on stderr when it runs long."""
-    size = dataclasses.replace(
-        before, event_s=events_s([c.workload for c in todo]), simulated=len(todo), at_most=False
-    )
+def _check_work(spec, configs, todo, listing, screening, keep, limit) -> None:
+    """The whole sweep's work, once its configurations are known (`listing`: the enumeration's):
+    the event simulations of those not done, or with `screening` the closed form of all and, as
+    a bound, the `keep` share screening may keep; refused past `limit` (an unscreened sweep's
+    line says what --screen would take), said on stderr when it runs long."""
+    workloads, left = [c.workload for c in configs], [c.workload for c in todo]
+
+    def screened():
+        most = math.ceil(keep * len(configs))
+        return kept_bound(left, most, evaluation(workloads, True, listing))
+
+    size = screened() if screening else evaluation(left, False, listing)
     hint = ""
-    if before.screen_s == 0 and size.seconds > limit:
-        screened = evaluation([c.workload for c in configs], True, before, keep)
-        hint = f"; --screen would take {screened.describe()}"
+    if not screening and size.seconds > limit:
+        hint = f"; --screen would take {screened().describe()}"
     check_work(spec.source, f"{len(configs):,} configurations", size, limit, hint)
     if size.seconds > NOTICE_S:
         said = f"simsp: sweep of {len(configs):,} configurations: {size.describe()}"

@@ -160,8 +160,9 @@ class Output:
             self.path.with_name(self.path.name + ".partial.csv") if self.parquet else self.path
         )
         self.sink = None
-        self.made = False
-        """Whether this run created the file rows go to (existing)."""
+        self.found: int | None = -1
+        """The size of the file rows go to when this run opened it (None: not there; -1: not
+        opened yet), so that `abandon` leaves it as it was."""
         if self.path:
             from simsp.textfile import check_output
 
@@ -179,7 +180,7 @@ class Output:
         if not self.path:
             return []
         rows = _parquet_rows(self.path) if self.parquet and self.path.exists() else []
-        self.made = not self.journal.exists()
+        self.found = self.journal.stat().st_size if self.journal.exists() else None
         if self.sink is None:
             self.sink = CsvSink(self.journal)
         try:
@@ -189,14 +190,16 @@ class Output:
             raise
 
     def abandon(self) -> None:
-        """Give the output up before this run wrote a row: its lock released, and the file it
-        created (a header only) removed."""
+        """Give the output up before this run wrote a row: its lock released, a file it created
+        removed, an empty one it found emptied again (the sink wrote the header into both)."""
         if self.sink:
             self.sink.close()
             self.sink = None
-        if self.made:
+        if self.found is None:
             self.journal.unlink(missing_ok=True)
-            self.made = False
+        elif self.found == 0:
+            self.journal.write_bytes(b"")
+        self.found = -1  # done: nothing more to undo
 
     def write(self, row: dict) -> None:
         if self.path:

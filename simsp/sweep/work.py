@@ -15,15 +15,20 @@ import math
 from dataclasses import dataclass
 
 from simsp.errors import InputError
-from simsp.sim.budget import SECONDS_PER_ACTION, duration, memory_walks, work
+from simsp.sim.budget import SECONDS_PER_ACTION, check_seconds, duration, memory_walks, work
 
-COLUMN_POINT_S = 1.5e-5
-"""CPU seconds a grid point costs enumerated as columns (grid_columns: enumerate_columns or
-enumerate_mixed, with each valid configuration's workload and key built). Measured by
-benchmarks/sweep_work.py (2026-12-03, this project's 2-core machine, as every figure here): 12 to
-16 us on a 92,160-point GPT-3 175B grid with two keys outside the columns."""
+COLUMN_GRID_S = 4.0e-4
+"""CPU seconds a column grid costs besides its points (grid_columns.enumerate_columns: its arrays
+and masks; enumerate_mixed runs one per combination of the keys outside the columns): 0.43 ms
+to 0.50 ms for a one-point grid. Measured by benchmarks/sweep_work.py (2026-12-04, this project's 2-core
+machine, as every figure here)."""
+COLUMN_POINT_S = 3.0e-6
+"""... each of its grid points, valid or not: 1.4 to 3 us."""
+CONFIG_S = 4.0e-5
+"""... and each valid configuration it yields (its workload and key built): 37 to 40 us."""
 SCALAR_POINT_S = 7.0e-5
-"""... enumerated one point at a time (spec.enumerate_configs): 70 to 71 us, the same grid."""
+"""CPU seconds a grid point costs enumerated one at a time (spec.enumerate_configs: its workload
+built and checked, valid or not): 70 to 71 us on a 92,160-point GPT-3 175B grid."""
 VECTOR_ROW_S = 4.0e-5
 """CPU seconds a configuration costs screened as arrays (closed_form_columns), cold caches:
 33 to 40 us."""
@@ -54,7 +59,8 @@ class SweepWork:
     simulated: int = 0
     """Configurations to event-simulate (with --screen, those it kept)."""
     at_most: bool = False
-    """Whether the event simulations are a bound (before screening chose them)."""
+    """Whether the figure is a bound: before the enumeration (every point valid), or before
+    screening chose the configurations to event-simulate."""
 
     @property
     def seconds(self) -> float:
@@ -65,19 +71,21 @@ class SweepWork:
         parts = [
             (f"enumeration {duration(self.enumerate_s)}", self.enumerate_s),
             (f"closed form {duration(self.screen_s)}", self.screen_s),
-            (
-                f"{'up to ' if self.at_most else ''}{self.simulated:,} event simulations "
-                f"{duration(self.event_s)}",
-                self.event_s,
-            ),
+            (f"{self.simulated:,} event simulations {duration(self.event_s)}", self.event_s),
         ]
         said = ", ".join(text for text, s in parts if s > 0)
         return f"{'up to' if self.at_most else 'about'} {duration(self.seconds)} of CPU ({said})"
 
 
-def enumeration(points: int, as_columns: bool) -> SweepWork:
-    """The work of enumerating `points` grid points, as columns or one at a time."""
-    return SweepWork(enumerate_s=points * (COLUMN_POINT_S if as_columns else SCALAR_POINT_S))
+def enumeration(points: int, grids: int, configs: int | None = None) -> SweepWork:
+    """The work of enumerating `points` grid points as `grids` column grids (0: one point at a
+    time), yielding `configs` valid configurations; before the enumeration (None), a bound:
+    every point one."""
+    if not grids:
+        return SweepWork(enumerate_s=points * SCALAR_POINT_S)
+    valid = points if configs is None else configs
+    seconds = grids * COLUMN_GRID_S + points * COLUMN_POINT_S + valid * CONFIG_S
+    return SweepWork(enumerate_s=seconds, at_most=configs is None)
 
 
 def events_s(workloads) -> float:
@@ -85,17 +93,14 @@ def events_s(workloads) -> float:
     return math.fsum(EVENT_RUN_S + work(w).actions * SECONDS_PER_ACTION for w in workloads)
 
 
-def evaluation(workloads, screening: bool, before: SweepWork, keep: float = 0.0) -> SweepWork:
+def evaluation(workloads, screening: bool, before: SweepWork) -> SweepWork:
     """`before` and the work of evaluating `workloads`: every one event-simulated, or with
-    `screening` every one in closed form and, as a bound, the `keep` share of them that costs
-    most in the engine (screening keeps that share of those that fit: no more)."""
+    `screening` every one in closed form."""
     from simsp.sim.closed_form_columns import vectorisable  # numpy: only when screening
     from simsp.sim.workload_columns import from_workloads
 
     if not screening:
         return dataclasses.replace(before, event_s=events_s(workloads), simulated=len(workloads))
-    kept = math.ceil(keep * len(workloads))
-    costly = sorted(workloads, key=lambda w: work(w).actions, reverse=True)[:kept]
     screen = 0.0
     for cols, rows in from_workloads(workloads):
         covered = vectorisable(cols)
@@ -104,23 +109,22 @@ def evaluation(workloads, screening: bool, before: SweepWork, keep: float = 0.0)
             w = workloads[i]
             walked = work(w).actions * WALK_ACTION_S if memory_walks(w) else 0.0
             screen += SCALAR_ROW_S + walked
-    bound = events_s(costly)
+    return dataclasses.replace(before, screen_s=screen)
+
+
+def kept_bound(todo, most: int, before: SweepWork) -> SweepWork:
+    """`before` and, as a bound, the event simulations screening may keep: at most `most` of
+    the configurations still to do (`todo`), the costliest in the engine."""
+    costly = sorted(todo, key=lambda w: work(w).actions, reverse=True)[:most]
     return dataclasses.replace(
-        before, screen_s=screen, event_s=bound, simulated=kept, at_most=kept > 0
+        before, event_s=events_s(costly), simulated=len(costly), at_most=True
     )
-
-
-def check_limit(limit) -> float:
-    """--max-seconds as given: a positive number."""
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
-        raise InputError("--max-seconds", "max_seconds", limit, "must be a positive number")
-    return float(limit)
 
 
 def check_work(source, what: str, size: SweepWork, limit: float, hint: str = "") -> None:
     """InputError when `size` is estimated past `limit` CPU seconds: the estimate, the limit,
     the flag that raises it and, where given, a cheaper way."""
-    if size.seconds > check_limit(limit):
+    if size.seconds > check_seconds(limit):
         raise InputError(
             source,
             "grid",
