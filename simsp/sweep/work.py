@@ -19,9 +19,9 @@ from simsp.sim.budget import SECONDS_PER_ACTION, check_seconds, duration, memory
 
 COLUMN_GRID_S = 4.0e-4
 """CPU seconds a column grid costs besides its points (grid_columns.enumerate_columns: its arrays
-and masks; enumerate_mixed runs one per combination of the keys outside the columns): 0.43 ms
-to 0.50 ms for a one-point grid. Measured by benchmarks/sweep_work.py (2026-12-04, this project's 2-core
-machine, as every figure here)."""
+and masks; enumerate_mixed runs one per combination of the keys outside the columns): 0.43
+to 0.50 ms for a one-point grid. Measured by benchmarks/sweep_work.py (2026-12-04, this
+project's 2-core machine, as every figure here)."""
 COLUMN_POINT_S = 3.0e-6
 """... each of its grid points, valid or not: 1.4 to 3 us."""
 CONFIG_S = 4.0e-5
