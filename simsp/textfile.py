@@ -110,9 +110,9 @@ OWN_HEAD_BYTES = 1 << 16
 def written_by_simsp(path, header: bytes = b"") -> bool:
     """Whether an existing file is one simsp wrote, so that writing again may replace it: its
     first OWN_HEAD_BYTES hold one of OWN_MARKS, it begins with one of OWN_FIRST_LINES, or its
-    first line that is not a '#' comment
-    starts with `header` (a CSV simsp writes, known by its header line, after any provenance
-    comments), or it is empty (a name reserved for the output)."""
+    first line that is not a '#' comment starts with `header` (a CSV simsp writes, known by its
+    header line, after any provenance comments), or it is empty (a name reserved for the
+    output)."""
     try:
         with open(path, "rb") as f:
             head = f.read(OWN_HEAD_BYTES)

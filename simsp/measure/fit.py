@@ -255,10 +255,10 @@ def _base_where_unconstrained(ev, idx, values, base) -> tuple[float, ...]:
 
 # ---------------------------------------------------------------- bounded work
 RUN_POINT_S = 2.2e-4
-"""CPU seconds one run costs at one parameter point once its layers are priced, and ...
-(benchmarks/fit_work.py, 2026-12-03, this project's 2-core machine: the two unknowns solved from
+"""CPU seconds one run costs at one parameter point, its layers priced apart (LAYER_POINT_S):
+benchmarks/fit_work.py (2026-12-03, this project's 2-core machine), the two unknowns solved from
 its two files' CPU seconds per evaluated point, 300 runs of 4 distinct layers at 75 ms a point
-and vTrain's 109 runs of 61 at 188 ms)."""
+and vTrain's 109 runs of 61 at 188 ms."""
 LAYER_POINT_S = 2.7e-3
 """... each distinct layer (model, tp, cp, SP, micro batch, recompute) at one point, priced op by
 op again since every point moves the calibration."""
