@@ -1,5 +1,5 @@
-"""What a `simsp calibrate --runs` fit costs against what measure/fit.py estimates before it
-starts (fit_points, fit_seconds; --max-seconds refuses past it).
+"""What a `simsp calibrate --runs` fit costs against what simsp estimates before it
+starts (measure/fit_work.py fit_points, fit_seconds; --max-seconds refuses past it).
 
 Two runs files: 300 runs of one model (GPT-3 175B layers at several parallel layouts, generated
 here) and vTrain's 109 multi-node runs (109 models, tests/data/vtrain_multi_runs.csv). Each is
@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from simsp.io.config import load_hardware  # noqa: E402
 from simsp.measure import fit as F  # noqa: E402
+from simsp.measure import fit_work as W  # noqa: E402
 from simsp.measure.runs import read_runs  # noqa: E402
 
 
@@ -59,8 +60,8 @@ def measure(path: Path, hw_path: Path) -> None:
     points = len(seen[0].seen)
     print(
         f"{path.name}: {len(runs)} runs, {len(params)} parameters, 5 folds: "
-        f"{points} points evaluated ({F.fit_points(len(params), 5)} counted); "
-        f"{cpu:.1f} s CPU measured, {F.fit_seconds(runs, len(params), 5):.1f} s estimated"
+        f"{points} points evaluated ({W.fit_points(len(params), 5)} counted); "
+        f"{cpu:.1f} s CPU measured, {W.fit_seconds(runs, len(params), 5):.1f} s estimated"
     )
 
 

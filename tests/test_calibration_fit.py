@@ -405,17 +405,19 @@ def test_a_fit_estimated_past_max_seconds_is_refused_before_it_starts(tmp_path, 
     """Issue 32 class 6: a runs file near its cap fitted for minutes; the fit's work is counted
     first (points x runs and distinct layers, at simsp's measured CPU costs) and past
     --max-seconds it is one line with the estimate, exit 2, no file written."""
+    from simsp.measure import fit_work as W
+
     runs = write_runs(tmp_path / "runs.csv", CONFIGS[:4])
     out = tmp_path / "f.yaml"
     rc, _, err = calibrate(tmp_path, capsys, runs, out, "--folds", "2", "--max-seconds", "0.01")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and not out.exists()
     assert "would take about" in err and "(--max-seconds raises it" in err
-    assert f"{F.fit_points(3, 2)} points x 4 runs" in err
+    assert f"{W.fit_points(3, 2)} points x 4 runs" in err
     # the count: the grid, then each of the k + 1 fits' least-squares steps
-    assert F.fit_points(3, 5) == 1 + 27 + 6 * F.POINTS_PER_FIT * 4
+    assert W.fit_points(3, 5) == 1 + 27 + 6 * W.POINTS_PER_FIT * 4
     measured = read_runs(runs)
-    one_layer = F.fit_seconds(measured[:1], 3, 2)
-    assert one_layer == pytest.approx(F.fit_points(3, 2) * (F.RUN_POINT_S + F.LAYER_POINT_S))
+    one_layer = W.fit_seconds(measured[:1], 3, 2)
+    assert one_layer == pytest.approx(W.fit_points(3, 2) * (W.RUN_POINT_S + W.LAYER_POINT_S))
     for bad in ("0", "-1", "nan"):
         rc, _, err = calibrate(tmp_path, capsys, runs, out, "--max-seconds", bad)
         assert rc == 2 and "--max-seconds" in err

@@ -12,7 +12,7 @@ from simsp.cli.profile import (
     cmd_profile_memory,
     cmd_profile_optimizer,
 )
-from simsp.measure.fit import DEFAULT_MAX_SECONDS as FIT_MAX_SECONDS
+from simsp.measure.fit_work import DEFAULT_MAX_SECONDS as FIT_MAX_SECONDS
 
 PROFILE_HELP = (
     "measure GEMMs, fused attention, collectives, the host floor, the Adam update or the "

@@ -15,11 +15,11 @@ from simsp.measure.fit import (
     BY_NAME,
     Fit,
     calibration_values,
-    check_fit_work,
     check_out,
     cross_validated_fit,
     usable,
 )
+from simsp.measure.fit_work import check_fit_work
 from simsp.measure.runs import read_runs
 from simsp.present.table import Column, render, words
 
