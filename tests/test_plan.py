@@ -72,7 +72,7 @@ def test_floor_is_below_the_closed_form_on_every_layout(base):
 
 
 def test_the_arithmetic_prefilter_drops_only_what_the_rules_refuse(base):
-    """Every point grid_points drops is refused by spec/rules.py too (a sample of each kind)."""
+    """Every point grid_points drops is refused by spec/rules/ too (a sample of each kind)."""
     from simsp.sweep.spec import admit
 
     w, hw = base

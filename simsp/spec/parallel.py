@@ -349,7 +349,8 @@ def split_layers(par: ParallelSpec, layers: int) -> tuple[int, ...]:
     stages hold that many and the stages left share the rest, each stage's layers split equally
     over its chunks; with account_for_embedding/loss_in_pipeline_split the embedding and the loss
     count as a layer each, taken from the first and last chunk. The workload rules check that
-    the shares are whole (spec/rules.py); a pipeline_layout names each virtual stage's layers."""
+    the shares are whole (spec/rules/pipeline.py); a pipeline_layout names each virtual stage's
+    layers."""
     from simsp.spec.pipeline_layout import parse
     from simsp.spec.schedules import stage_and_chunk
 

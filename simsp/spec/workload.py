@@ -1,4 +1,4 @@
-"""One training run: model, batch and parallel plan (the rules binding them: spec/rules.py)."""
+"""One training run: model, batch and parallel plan (the rules binding them: spec/rules/)."""
 
 from dataclasses import dataclass, field, fields
 from functools import cached_property

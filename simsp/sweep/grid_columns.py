@@ -4,7 +4,7 @@ finds, in its order and with its counts, without building a workload for each gr
 The grid points are integer arrays (one per column of sim/workload_columns.py, the grid's own
 values or the workload's), set as `_variant` sets them (dp from the GPUs, SP only with tp > 1,
 one chunk for schedules that fix theirs). The workload rules apply as masks: the rules that do
-not read the batch (spec/rules.py first_broken without the batch) once per distinct parallel
+not read the batch (spec/rules first_broken without the batch) once per distinct parallel
 layout, the batch's rules (a global batch that micro batch x dp divides, the schedule's own
 rule on its microbatch count: rules.schedule_rule) over the columns; then the interleaved
 schedule of one chunk becomes 1F1B (`_normalised`), runs over max_actions are dropped, and a

@@ -3,7 +3,7 @@
 A layout is the settings `simsp plan` chooses: tp, cp, pp, the schedule and its virtual stages,
 dp (what the GPUs leave), the micro batch, recompute, SP, the distributed optimizer or FSDP,
 and for a mixture of experts ep and etp. Each key's candidates follow from the model and the
-machine; the workload's rules (spec/rules.py) then drop what is not valid, as in any sweep:
+machine; the workload's rules (spec/rules/) then drop what is not valid, as in any sweep:
 
 * tp: powers of two within one NVLink domain (node.gpus), as Megatron-Core places TP first in
   its rank order so that it stays on NVLink (parallel_state.py, order tp-cp-ep-dp-pp);
@@ -120,7 +120,7 @@ def grid_points(s: Space):
     what the workload's rules would refuse on arithmetic alone: tp x cp x pp not dividing the
     GPUs, a global batch not a multiple of micro batch x dp, layers not dividing into the
     stages' chunks (even splits), the schedule's own microbatch rule, etp x ep not dividing
-    tp x cp x dp (spec/rules.py states the same rules; the admitted points are validated in
+    tp x cp x dp (spec/rules/ states the same rules; the admitted points are validated in
     full). Yields (values, None) for a point kept and (None, count of points dropped) for a
     block dropped: the counts sum, with the points kept, to Space.points."""
     v = dict(s.values)

@@ -83,7 +83,7 @@ def one_f_one_b(p: int, m: int, paired: bool = False) -> Schedule:
     combined_1f1b_schedule_for_no_pipelining runs them: F0, then F(i) with B(i - 1), then
     B(m - 1), two microbatches in flight. With p > 1 Megatron-Core pairs only in the
     interleaved schedule (TransformerConfig: 'virtual_pipeline_model_parallel_size must be
-    specified when pipeline_model_parallel_size > 1'; spec/rules.py refuses the rest).
+    specified when pipeline_model_parallel_size > 1'; spec/rules/experts.py refuses the rest).
     """
     _check_positive(p=p, m=m)
     forwards, backwards = _plain_actions(m)
