@@ -5,13 +5,13 @@ The configurations come as columns of one base workload (workload_columns.py). W
 closed form memoises is taken once per distinct key, from a representative row, by the same
 scalar functions: one layer's costs and the end stages' (closed_form.MEMOISED) with the bytes a
 layer and the end stages keep, per (tp, cp, SP, recompute, micro batch, placement); the stages'
-parameters, DP reduction, optimizer step, parameter all-gather and static HBM (plan.stage_terms,
+parameters, DP reduction, optimizer step, parameter all-gather and static HBM (sim/stage_terms.py,
 memory.static_bytes) per (tp, cp, pp, dp, schedule, chunks); the in-flight microbatches of each
 stage (memory.in_flight_chunks, interleaved_counts) per (schedule, pp, microbatches, chunks);
 the model and hardware FLOPs per (global batch, tp, recompute). Everything after is array
 arithmetic over the rows: the chunks' costs, the stages' work, the pipeline formula, each
 stage's end, gradient reduction and step (closed_form.pipeline_s, stage_finish_s, stage_done_s,
-plan._param_gather), the bubble, and the peak HBM of the stages that can hold it
+param_gather), the bubble, and the peak HBM of the stages that can hold it
 (memory.peak_bytes), each in the scalar code's order of floating-point operations: numpy's
 elementwise +, -, *, / and maximum on float64 round as Python's floats do, and every sum is
 taken term by term, left to right, as the scalar code takes it (never np.sum's pairwise sum).
@@ -35,7 +35,8 @@ from simsp.sim import memory
 from simsp.sim.closed_form import MEMOISED, Estimate, estimate
 from simsp.sim.closed_form import clear_caches as clear_scalar_caches
 from simsp.sim.memory import CLASSIC
-from simsp.sim.plan import check_numerics, param_gathers, stage_terms
+from simsp.sim.plan import check_numerics
+from simsp.sim.stage_terms import param_gathers, stage_terms
 from simsp.sim.workload_columns import NAMES, WorkloadColumns, from_workloads, groups
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.layout import LAYER_GROUPS, layout
@@ -125,7 +126,7 @@ def vectorisable(cols: WorkloadColumns) -> np.ndarray:
     per_chunk = cols.chunks() > 1
     if par.overlap_grad_reduce:  # plan.stage_costs's dp_chunks
         covered &= ~(per_chunk & (cols.dp * cols.cp > 1))
-    if par.distributed_optimizer and par.overlap_param_gather:  # plan._param_gather's per_chunk
+    if par.distributed_optimizer and par.overlap_param_gather:  # param_gather's per_chunk
         covered &= ~(per_chunk & (cols.schedule == _INTERLEAVED))
     return covered
 
@@ -267,8 +268,8 @@ STAGE_FIELDS = (
 
 def _stage_row(cols: WorkloadColumns, hw, i: int) -> tuple:
     """The first, a middle and the last stage's DP reduction, buckets, optimizer step and whole
-    parameter all-gather (plan.stage_terms, param_gathers), the embedding sync, the static HBM
-    of stages 0, min(1, p - 1) and p - 1, and a chunk's amax reductions."""
+    parameter all-gather (sim/stage_terms.py), the embedding sync, the static HBM of stages 0,
+    min(1, p - 1) and p - 1, and a chunk's amax reductions."""
     w = cols.workload(i)
     cost = cost_model(hw)
     lay = layout(w.parallel, hw.node.gpus)
@@ -326,7 +327,8 @@ def _flops_row(cols: WorkloadColumns, i: int) -> tuple:
 
 # ---------------------------------------------------------------------------- the arithmetic
 def _by_stage(table: dict, name: str, s: int, p: np.ndarray) -> np.ndarray:
-    """plan.by_stage's value of stage s on each row: the first's, the last's or a middle one's."""
+    """stage_terms.by_stage's value of stage s on each row: the first's, the last's or a middle
+    one's."""
     return np.where(
         s == 0,
         table[name + "_0"],
@@ -395,7 +397,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
     chunk_sum = np.where(pv > 1, chunk_sum + (f_last + b_last), chunk_sum)
     end = (m - 1) * most + (p + v - 1) / (p * v) * chunk_sum + 2 * (p - 1) * p2p
 
-    # closed_form.stage_finish_s, stage_done_s; plan._param_gather; the optimizer step
+    # closed_form.stage_finish_s, stage_done_s; stage_terms.param_gather; the optimizer step
     share = hw.calibration.collective_sm_share
     overlap, gather = par.overlap_grad_reduce, par.distributed_optimizer
     prefetch = par.overlap_param_gather

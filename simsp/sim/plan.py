@@ -12,19 +12,12 @@ from functools import cached_property, partial
 
 from simsp.cost import CostModel, fsdp
 from simsp.cost import stage_time as st
-from simsp.cost.gradient_sync import (
-    chunk_gradients,
-    gather_beside_forwards_s,
-    gradient_buckets,
-    interleaved_gather_exposed_s,
-    param_gather_exposed_s,
-)
+from simsp.cost.gradient_sync import chunk_gradients
 from simsp.cost.layer_entries import LayerTime
 from simsp.cost.layer_time import layer_time
 from simsp.errors import InputError
 from simsp.model import stack
 from simsp.model.layer import build_layer
-from simsp.model.params import stage_expert_params, stage_params
 from simsp.sim import schedule
 from simsp.sim.memory import (
     chunk_activation_bytes,
@@ -34,6 +27,7 @@ from simsp.sim.memory import (
     static_bytes,
     weight_grad_bytes,
 )
+from simsp.sim.stage_terms import by_stage, param_gather, stage_terms
 from simsp.spec.layout import LAYER_GROUPS, Layout, layout
 from simsp.spec.precision import precision_rules
 from simsp.spec.workload import Workload
@@ -411,7 +405,7 @@ def stage_costs(
         else (),
         embedding_sync_s=terms.embedding_sync_s,
         optimizer_s=terms.optimizer_s,
-        param_gather_s=_param_gather(w, cost, lay, params, chunks, buckets, p2p, experts)
+        param_gather_s=param_gather(w, cost, lay, params, chunks, buckets, p2p, experts)
         if par.distributed_optimizer
         else (),
         schedule=par.schedule,
@@ -427,93 +421,6 @@ def check_numerics(w: Workload, hw) -> None:
     for key, value, holds, rule in precision_rules(w.training.numerics, hw.gpu):
         if not holds:
             raise InputError(hw.source or hw.name, key, value, rule)
-
-
-@dataclass(frozen=True)
-class StageTerms:
-    """A pipeline's work outside its chunks, per stage (by_stage): what stage_costs reads besides
-    the chunks, and what the closed form over columns (closed_form_columns.py) takes once per
-    distinct layout."""
-
-    params: tuple
-    """Parameters one rank of each stage holds."""
-    experts: tuple
-    """Of them the routed experts' (0 for a dense model)."""
-    buckets: tuple[int, ...]
-    """Gradient buckets (gradient_buckets)."""
-    dp_s: tuple[float, ...]
-    """The DP gradient reduction (none under FSDP, which reduces each layer's gradients as its
-    backward ends)."""
-    optimizer_s: tuple[float, ...]
-    embedding_sync_s: float
-
-
-def stage_terms(w: Workload, cost: CostModel, lay: Layout) -> StageTerms:
-    """The parameters, gradient buckets, DP reduction and optimizer step of every stage, and the
-    tied embedding's sync."""
-    par, p = w.parallel, w.parallel.pp
-    params = by_stage(p, lambda s: stage_params(w.model, par, s))
-    experts = (
-        by_stage(p, lambda s: stage_expert_params(w.model, par, s)) if w.model.experts else (0,) * p
-    )
-    return StageTerms(
-        params=params,
-        experts=experts,
-        buckets=tuple(gradient_buckets(n, par, s) for s, n in enumerate(params)),
-        dp_s=(0.0,) * p
-        if par.fsdp
-        else by_stage(p, lambda s: st.dp_allreduce_s(w, cost, lay, params[s], experts[s])),
-        optimizer_s=by_stage(p, lambda s: st.optimizer_s(w, cost, s)),
-        embedding_sync_s=st.embedding_sync_s(w, cost),
-    )
-
-
-def param_gathers(w: Workload, cost: CostModel, lay: Layout, params, experts) -> tuple:
-    """Each stage's whole parameter all-gather under the distributed optimizer (before what of
-    it is hidden: _param_gather)."""
-    return by_stage(
-        w.parallel.pp,
-        lambda s: st.param_gather_s(w, cost, lay, params[s], s, experts[s]),
-    )
-
-
-def _param_gather(
-    w: Workload, cost: CostModel, lay: Layout, params, chunks, buckets, p2p_s: float, experts
-) -> tuple:
-    """The exposed parameter all-gather of each stage: with interleaving and overlap, each
-    chunk's gather against that chunk's first forward (interleaved_gather_exposed_s); otherwise
-    param_gather_exposed_s, the forward before the last bucket one chunk's (v = 1) or the
-    warm-up's p forwards of the chunk before (other schedules with chunks); the fill is the
-    forwards and sends of the stages before; the forwards beside the hidden part run on the SMs
-    the gather leaves (gather_beside_forwards_s)."""
-    par, p = w.parallel, w.parallel.pp
-    gathers = param_gathers(w, cost, lay, params, experts)
-    warmup = 1 if par.chunks == 1 else min(p, w.microbatches)
-    per_chunk = par.overlap_param_gather and par.chunks > 1 and par.schedule == "interleaved"
-    fill, out, share = 0.0, [], cost.hw.calibration.collective_sm_share
-    for s in range(p):
-        forwards = tuple(
-            chunks[schedule.virtual_stage(p, s, k, par.placement)].forward_s
-            for k in range(par.chunks)
-        )
-        if per_chunk:
-            split = st.chunk_param_gather_s(w, cost, lay, params[s], s)
-            total, exposed = sum(split), interleaved_gather_exposed_s(split, forwards, p, s, fill)
-        else:
-            overlap = par.overlap_param_gather
-            total = gathers[s]
-            exposed = param_gather_exposed_s(total, buckets[s], overlap, forwards[0] * warmup, fill)
-        out.append(gather_beside_forwards_s(total, exposed, fill, share))
-        fill += forwards[0] + p2p_s
-    return tuple(out)
-
-
-def by_stage(p: int, value) -> tuple:
-    """value(stage) for every stage, computed for the first, one middle and the last: the middle
-    stages hold the same layers and no end-stage work, so they are alike."""
-    first, last = value(0), value(p - 1) if p > 1 else None
-    middle = value(1) if p > 2 else None
-    return tuple(first if s == 0 else last if s == p - 1 else middle for s in range(p))
 
 
 def build_plan(w: Workload, cost: CostModel) -> Plan:
