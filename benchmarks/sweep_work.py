@@ -182,7 +182,7 @@ def _outer(spec):
     """The column grids enumerate_mixed runs: one per combination of the outer keys."""
     import itertools
 
-    from simsp.sweep.spec import with_values
+    from simsp.sweep.configs import with_values
 
     outer = [(k, v) for k, v in spec.grid if k in ("overlap_grad_reduce", "tp_comm_overlap")]
     inner = tuple((k, v) for k, v in spec.grid if (k, v) not in outer)

@@ -73,7 +73,7 @@ def test_floor_is_below_the_closed_form_on_every_layout(base):
 
 def test_the_arithmetic_prefilter_drops_only_what_the_rules_refuse(base):
     """Every point grid_points drops is refused by spec/rules/ too (a sample of each kind)."""
-    from simsp.sweep.spec import admit
+    from simsp.sweep.configs import admit
 
     w, hw = base
     s = space(w, hw, 8, {})
@@ -102,7 +102,7 @@ def test_the_arithmetic_prefilter_drops_only_what_the_rules_refuse(base):
 
 def test_one_stage_under_a_zero_bubble_schedule_is_the_1f1b_run(base):
     """Why pp = 1 is searched as 1F1B only: a one-stage zero-bubble run costs what 1F1B does."""
-    from simsp.sweep.spec import admit
+    from simsp.sweep.configs import admit
 
     w, hw = base
     times = []

@@ -26,7 +26,8 @@ a killed sweep resumes without losing or duplicating a row.
 
 Modules:
 
-* `spec` - reading and checking the spec; enumerating its valid, distinct configurations;
+* `spec` - reading and checking the spec;
+* `configs` - enumerating its valid, distinct configurations;
 * `grid_columns` - the same enumeration as columns (the rules as masks), for the screening tier;
 * `rows` - the output columns, how values are written, ranking rows;
 * `store` - CSV / Parquet output, resume, partial-line handling;
@@ -40,6 +41,7 @@ Modules:
 The command lines, `simsp sweep` and `simsp compare`, are `simsp.cli.sweep` and `simsp.cli.compare`.
 """
 
+from simsp.sweep.configs import Config, Counts, config_key, enumerate_configs
 from simsp.sweep.execute import (
     dask_address,
     evaluate_analytic,
@@ -57,11 +59,7 @@ from simsp.sweep.spec import (
     DEFAULT_KEEP,
     GRID_KEYS,
     SPEC_KEYS,
-    Config,
-    Counts,
     SweepSpec,
-    config_key,
-    enumerate_configs,
     load_spec,
     resolve,
 )

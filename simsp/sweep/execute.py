@@ -11,8 +11,8 @@ import time
 from simsp.errors import InputError
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.workload import Workload
+from simsp.sweep.configs import Config
 from simsp.sweep.rows import make_row, ranked, row_key
-from simsp.sweep.spec import Config
 
 
 # ---------------------------------------------------------------------------- the two tiers

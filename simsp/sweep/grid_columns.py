@@ -41,15 +41,8 @@ from simsp.sim.workload_columns import (
 )
 from simsp.spec.rules import first_broken, schedule_rule
 from simsp.spec.workload import Workload
-from simsp.sweep.spec import (
-    GRID_KEYS,
-    Config,
-    Counts,
-    SweepSpec,
-    admit,
-    config_key,
-    with_values,
-)
+from simsp.sweep.configs import Config, Counts, admit, config_key, with_values
+from simsp.sweep.spec import GRID_KEYS, SweepSpec
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,10 +17,10 @@ from simsp.sim.budget import DEFAULT_MAX_ACTIONS
 from simsp.spec.hardware import HardwareSpec
 from simsp.spec.knobs import KNOBS
 from simsp.spec.workload import Workload
+from simsp.sweep.configs import Counts, admit
 from simsp.sweep.execute import evaluate_analytic, executor_rows
 from simsp.sweep.layouts import SEARCHED, Space, grid_points, space
 from simsp.sweep.rows import ranked, row_key
-from simsp.sweep.spec import Counts, admit
 
 DEFAULT_SIMULATE = 32
 """Layouts event-simulated after screening: the fastest that fit in closed form."""

@@ -7,18 +7,11 @@ import time
 from dataclasses import dataclass
 
 from simsp.sim.budget import DEFAULT_MAX_ACTIONS, NOTICE_S
+from simsp.sweep.configs import Counts, check_some_valid, enumerate_configs
 from simsp.sweep.execute import executor_rows, screen
 from simsp.sweep.progress import Progress
 from simsp.sweep.rows import row_key
-from simsp.sweep.spec import (
-    DEFAULT_MAX_GRID,
-    Counts,
-    SweepSpec,
-    check_grid_size,
-    check_some_valid,
-    enumerate_configs,
-    grid_points,
-)
+from simsp.sweep.spec import DEFAULT_MAX_GRID, SweepSpec, check_grid_size, grid_points
 from simsp.sweep.store import Output
 from simsp.sweep.work import (
     DEFAULT_MAX_SECONDS,
