@@ -1,21 +1,27 @@
-"""Closed-form iteration time and HBM: the fast tier of sweeps, cross-checked against the engine.
+"""Closed-form iteration time and HBM: the fast tier of sweeps, equal to the engine to 1e-12.
 
-Time. The same chunk costs the engine replays (plan.py, from the shared cost model), folded into
-the pipeline formula instead of an event simulation. With F, B a chunk's forward and backward
-(recompute included), c one point-to-point send (which blocks its sender, as in the engine), p
-stages, v chunks a stage and m microbatches:
+Time. The same chunk costs the engine replays (plan.py, from the shared cost model), and the
+pipeline's ends found without an event loop, by the rules the engine follows (sim/walk.py),
+per schedule (pipeline_ends):
 
-    T_pipe = (m - 1) * max_s W_s  +  (p + v - 1) / (p v) * sum_chunks (F + B)  +  2 (p - 1) c
+- 1F1B on alike stages: the textbook formula, with F, B a chunk's forward and backward
+  (recompute included), c one point-to-point send (which blocks its sender, as in the engine),
+  p stages and m microbatches,
 
-W_s is stage s's work for one microbatch: its chunks' F + B and the sends after them. For equal
-chunks this is the textbook (m + p - 1)(t_f + t_b) of GPipe and 1F1B (v = 1; both schedules have
-the same makespan when sends block) and (m + (p - 1)/v) v (t_f + t_b) of the interleaved
-schedule (Narayanan et al., SC'21, §2.2.2); the max-term lets one slower stage (the logits on
-the last one) set the pace of the steady state. The last stage to finish its backwards is stage
-0; stage s finishes earlier by the backward chain from it down to stage 0. Each stage then
-all-reduces its gradients over DP (after its last backward, or alongside it when overlapped), the
-end stages sync the tied embedding, and the optimizer step starts when the slowest stage is
-done, exactly as engine.py accounts for them.
+      T_pipe = (m - 1) * max_s W_s  +  sum_stages (F + B)  +  2 (p - 1) c,
+
+  W_s stage s's work for one microbatch (F + B and the sends after them); for equal stages the
+  textbook (m + p - 1)(t_f + t_b). It is the walk's makespan where the last stage is at least
+  as heavy as the first and the first as the middle ones (formula_exact), and is only taken
+  there; stage s finishes earlier by the backward chain from it down to stage 0.
+- The interleaved schedule, and 1F1B elsewhere: walked in rounds, all stages a step, for many
+  configurations at once, a settled steady state's repeats skipped (sim/rounds.py).
+- GPipe: its two flow shops in closed form (sim/gpipe.py).
+- The zero-bubble and V schedules and overlapped pairs: the walk itself (`walk`).
+
+Each stage then all-reduces its gradients over DP (after its last backward, or alongside it when
+overlapped), the end stages sync the tied embedding, and the optimizer step starts when the
+slowest stage is done, exactly as engine.py accounts for them.
 
 Memory. memory.py itself: its per-layer bytes and the schedule walk of interleaved end stages
 are cached there, and the peak is taken over the stages that can hold it.
@@ -29,6 +35,8 @@ import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from simsp.cost import cost_model
 from simsp.cost import stage_time as st
 from simsp.cost.gradient_sync import chunked_gradients_done_s, gradient_windows, gradients_done_s
@@ -37,8 +45,11 @@ from simsp.model import layer as L
 from simsp.model import stack
 from simsp.model.flops import hardware_flops, model_flops, utilization
 from simsp.sim import memory
+from simsp.sim.gpipe import gpipe_ends
 from simsp.sim.memory import CLASSIC
 from simsp.sim.plan import Parts, StageCosts, stage_costs
+from simsp.sim.rounds import may_skip as rounds_may_skip
+from simsp.sim.rounds import walk_rounds
 from simsp.sim.schedule import build, stage_and_chunk, virtual_stage
 from simsp.sim.walk import arrival, output, seconds, target
 from simsp.spec.hardware import HardwareSpec
@@ -97,6 +108,20 @@ def pipeline_s(c) -> float:
     )
 
 
+def formula_exact(c) -> bool:
+    """Whether pipeline_s and stage_finish_s are 1F1B's walk: one stage, or the last stage's
+    forward and backward at least as long as the first's, and the first's at least as long as
+    the middle ones' (an embedding on the first, a loss on the last), measured against the walk
+    to 1e-14 on random stages of that shape (tests/test_rounds.py); a heavier first stage can
+    set a longer path (up to 7% at p = 8, m = 8), and is walked."""
+    first, last, middle = c.chunks[0], c.chunks[-1], c.chunks[1:-1]
+    return c.p == 1 or all(
+        all(getattr(x, t) <= getattr(first, t) for x in middle)
+        and getattr(first, t) <= getattr(last, t)
+        for t in ("forward_s", "backward_s")
+    )
+
+
 def stage_finish_s(c) -> tuple[tuple[float, float], ...]:
     """(end of its last backward and send, start of that backward) for each stage.
 
@@ -149,15 +174,46 @@ def last_backwards(c, s: int, w_start: float) -> tuple[tuple[float, float], ...]
 
 def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
     """(end of its last pass and send, start and end of its last weight-gradient pass, and the
-    (start, end) of each model chunk's last one) per stage: from the pipeline formula for the
-    classic schedules on alike stages (the chunks None: stage_done_s places them by
-    last_backwards where it needs them), else from `walk` (the other schedules; stages that
-    recompute differently; overlapped pairs)."""
-    if c.schedule not in CLASSIC or not c.alike_stages or c.paired:
+    (start, end) of each model chunk's last one) per stage: 1F1B on alike stages from the
+    pipeline formula where it is exact (formula_exact; the chunks None: stage_done_s places
+    them by last_backwards where it needs them); the interleaved schedule and the rest of
+    1F1B walked in rounds (sim/rounds.py: `walk`'s figures, a settled steady state's repeats
+    skipped); GPipe's walk in closed form (sim/gpipe.py); else `walk` itself (the zero-bubble
+    and V schedules, overlapped pairs, 1F1B with fewer microbatches than stages)."""
+    one_f_one_b = c.schedule in ("1f1b", "interleaved") and c.p > 1 and not c.paired
+    if one_f_one_b and not (c.v == 1 and c.alike_stages and formula_exact(c)):
+        if rounds_may_skip(c.p, c.v, c.m):  # else the walk's bits, action by action
+            return rounds_ends(c)
+        return walk(c, build(c.schedule, c.p, c.m, c.v, c.paired))
+    if c.schedule == "gpipe" and c.p > 1:
+        fwd = np.array([[x.forward_s for x in c.chunks]])
+        bwd = np.array([[x.backward_s for x in c.chunks]])
+        ends, w_start, w_end = gpipe_ends(fwd, bwd, [c.p2p_s], [c.m])
+        return tuple(
+            (float(e), float(a), float(b), ((float(a), float(b)),))
+            for e, a, b in zip(ends[0], w_start[0], w_end[0], strict=True)
+        )
+    if c.schedule not in CLASSIC or not c.alike_stages or c.paired or not formula_exact(c):
         return walk(c, build(c.schedule, c.p, c.m, c.v, c.paired))
     return tuple(
         (end, start, start + c.chunks[s].backward_s, None)  # chunks: last_backwards, if needed
         for s, (end, start) in enumerate(stage_finish_s(c))
+    )
+
+
+def rounds_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
+    """pipeline_ends of the interleaved schedule or 1F1B, by sim/rounds.py on one row."""
+    fwd = np.array([[x.forward_s for x in c.chunks]])
+    bwd = np.array([[x.backward_s for x in c.chunks]])
+    ends, w_start, w_end, by_chunk = walk_rounds(c.p, c.v, [c.m], fwd, bwd, [c.p2p_s])
+    return tuple(
+        (
+            float(ends[0, s]),
+            float(w_start[0, s]),
+            float(w_end[0, s]),
+            tuple((float(a), float(b)) for a, b in by_chunk[0, s]),
+        )
+        for s in range(c.p)
     )
 
 
