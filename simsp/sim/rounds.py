@@ -106,26 +106,31 @@ def _schedule(p: int, v: int, m: int) -> _Schedule | None:
     first_b = [next(i for i, x in enumerate(actions) if x.kind == "B") for actions in lists]
     # B(s, 0) in the round of F(s, W_s), W_s = first_b - 1 forwards before it
     d = max(a * (i - 1) + 2 * s for s, i in enumerate(first_b)) - (p - 1)
-    size = a * pv
-    ints = {key: np.zeros((size, p), np.int64) for key in ("f_from", "f_vs", "b_from", "b_vs")}
-    floats = {key: np.zeros((size, p)) for key in ("f_sends", "b_sends")}
-    on = {key: np.zeros((size, p), bool) for key in ("f_on", "b_on")}
-    b_chunk = np.zeros((size, p), np.int64)
-    for res in range(size):
-        for s in range(p):
-            for kind, off in (("F", res - s), ("B", res - (p - 1 - s) - d)):
-                n, key = off // a, kind.lower()
-                chunk = interleaved_action(p, v, n % pv, kind).chunk
-                x = virtual_stage(p, s, chunk)
-                need, to = arrival(kind, x, last), target(kind, x, last)
-                on[f"{key}_on"][res, s] = off % a == 0
-                source = p if need is None else stage_and_chunk(p, need[1])[0]
-                ints[f"{key}_from"][res, s] = source
-                ints[f"{key}_vs"][res, s] = x
-                floats[f"{key}_sends"][res, s] = to is not None and stage_and_chunk(p, to)[0] != s
-                if kind == "B":
-                    b_chunk[res, s] = chunk
-    sched = _Schedule(p, v, a, d, **on, **ints, **floats, b_chunk=b_chunk)
+    # per virtual microbatch n mod pv (classic.interleaved_action) and per virtual stage
+    # (walk.arrival, walk.target): then every (round residue, stage) by indexing
+    chunk = {k: np.array([interleaved_action(p, v, n, k).chunk for n in range(pv)]) for k in "FB"}
+    home = np.array([stage_and_chunk(p, x)[0] for x in range(pv)])
+    tables: dict = {}
+    res, s = np.arange(a * pv)[:, None], np.arange(p)[None, :]
+    for kind, off in (("F", res - s), ("B", res - (p - 1 - s) - d)):
+        key = kind.lower()
+        needs = [arrival(kind, x, last) for x in range(pv)]
+        goes = [target(kind, x, last) for x in range(pv)]
+        source = np.array([p if need is None else home[need[1]] for need in needs])
+        remote = np.array([to is not None and home[to] != home[x] for x, to in enumerate(goes)])
+        c = chunk[kind][(off // a) % pv]
+        x = virtual_stage(p, s, c)
+        tables.update(
+            {
+                f"{key}_on": off % a == 0,
+                f"{key}_from": source[x],
+                f"{key}_vs": x,
+                f"{key}_sends": remote[x].astype(float),
+            }
+        )
+        if kind == "B":
+            tables["b_chunk"] = c
+    sched = _Schedule(p, v, a, d, **tables)
     return sched if _holds(sched, lists) else None
 
 
@@ -265,10 +270,14 @@ def _settled(p, v, m, fwd, bwd, p2p):
     todo = np.ones(rows, bool)
     before = None
     r = 0
+    started = p - 1 + d  # every stage has run a forward and a backward
     while todo.any():
-        n_f, on_f, n_b, on_b = sched.numbers(r, stages)
-        live_f = True if a == 1 and r >= p - 1 else on_f & (n_f >= 0)
-        live_b = True if a == 1 and r >= p - 1 + d else on_b & (n_b >= 0)
+        if r >= started:  # the steady state: every stage on its rounds
+            i = r % (a * pv)
+            live_f, live_b = (True, True) if a == 1 else (sched.f_on[i], sched.b_on[i])
+        else:
+            n_f, on_f, n_b, on_b = sched.numbers(r, stages)
+            live_f, live_b = on_f & (n_f >= 0), on_b & (n_b >= 0)
         _round(sched, st, r, live_f, live_b, fwd, bwd, p2p)
         if r % block == 0:
             now = st.stacked()
