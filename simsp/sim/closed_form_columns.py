@@ -11,7 +11,7 @@ stage (memory.in_flight_chunks, interleaved_counts) per (schedule, pp, microbatc
 the model and hardware FLOPs per (global batch, tp, recompute). Everything after is array
 arithmetic over the rows: the chunks' costs, the stages' work, each stage's end (the 1F1B
 formula, closed_form.pipeline_s and stage_finish_s; the rounds of sim/rounds.py and GPipe's
-sim/gpipe.py over the rows they walk, memoised per distinct row), gradient reduction and step
+sim/gpipe.py over the rows they walk: sim/pipeline_columns.py), gradient reduction and step
 (stage_done_s, param_gather), the bubble, and the peak HBM of the stages that can hold it
 (memory.peak_bytes), each in the scalar code's order of floating-point operations: numpy's
 elementwise +, -, *, / and maximum on float64 round as Python's floats do, and every sum is
@@ -33,14 +33,12 @@ from simsp.cost import stage_time as st
 from simsp.model import stack
 from simsp.model.flops import hardware_flops, model_flops, utilization
 from simsp.sim import memory
-from simsp.sim.closed_form import MEMOISED, Estimate, estimate, walk
+from simsp.sim.closed_form import MEMOISED, Estimate, estimate
 from simsp.sim.closed_form import clear_caches as clear_scalar_caches
-from simsp.sim.gpipe import gpipe_ends
 from simsp.sim.memory import CLASSIC
-from simsp.sim.plan import ChunkCost, StageCosts, check_numerics
-from simsp.sim.rounds import fits as rounds_fit
-from simsp.sim.rounds import walk_rounds
-from simsp.sim.schedule import build
+from simsp.sim.pipeline_columns import clear as clear_walks
+from simsp.sim.pipeline_columns import pipeline_ends_columns
+from simsp.sim.plan import check_numerics
 from simsp.sim.stage_terms import param_gathers, stage_terms
 from simsp.sim.workload_columns import NAMES, WorkloadColumns, from_workloads, groups
 from simsp.spec.hardware import HardwareSpec
@@ -49,7 +47,6 @@ from simsp.spec.workload import Workload
 
 _CLASSIC = np.array([s in CLASSIC for s in NAMES["schedule"]])
 _INTERLEAVED = NAMES["schedule"].index("interleaved")
-_GPIPE = NAMES["schedule"].index("gpipe")
 _MAX_TABLE = 1 << 17
 """Memoised keys kept before the tables are emptied (a bound on a long process's memory)."""
 
@@ -179,13 +176,12 @@ def estimate_many(workloads, hardware) -> EstimateColumns:
 
 # ---------------------------------------------------------------------------- memoised keys
 _TABLES: dict = {}
-_WALKS: dict = {}
 
 
 def clear_caches() -> None:
     """Forget every memoised cost, the scalar closed form's with the tables here."""
     _TABLES.clear()
-    _WALKS.clear()
+    clear_walks()
     clear_scalar_caches()
 
 
@@ -344,83 +340,6 @@ def _by_stage(table: dict, name: str, s: int, p: np.ndarray) -> np.ndarray:
     )
 
 
-def _walked(schedule, p, v, m, p2p, fwd, bwd) -> tuple:
-    """closed_form.pipeline_ends of the rows it walks (the interleaved schedule, GPipe, and
-    1F1B where its formula is not exact: _walk_groups), from each row's first, middle and last
-    chunk's forward `fwd` and backward `bwd`; (which rows, (end,
-    start and end of the last backward), each (rows, max p)). Memoised per distinct row, as the
-    costs are: a screen run again walks nothing."""
-    rows, width = len(p), int(p.max())
-    ends = np.zeros((3, rows, width))
-    interleaved = (schedule == _INTERLEAVED) & (v > 1) & (p > 1)
-    (f_first, f_mid, f_last), (b_first, b_mid, b_last) = fwd, bwd
-    middle = (p == 2) | ((f_mid <= f_first) & (b_mid <= b_first))  # closed_form.formula_exact
-    inexact = (v == 1) & (p > 1) & (schedule != _GPIPE)
-    inexact &= ~(middle & (f_first <= f_last) & (b_first <= b_last))
-    walked = interleaved | ((schedule == _GPIPE) & (p > 1)) | inexact
-    if not walked.any():
-        return walked, ends
-    if len(_WALKS) > _MAX_TABLE:
-        _WALKS.clear()
-    index = np.flatnonzero(walked)
-    inputs = np.stack((schedule, p, v, m, p2p, *fwd, *bwd), axis=1)[index]
-    keys = [row.tobytes() for row in inputs]
-    first: dict = {}  # a row not walked yet: the first with its inputs
-    for i, key in zip(index.tolist(), keys, strict=True):
-        if key not in _WALKS:
-            first.setdefault(key, i)
-    key_of = {i: key for key, i in first.items()}
-    todo = np.array(sorted(key_of), dtype=np.int64)
-    for group, found in _walk_groups(todo, interleaved, inexact, schedule, p, v, m, p2p, fwd, bwd):
-        for i, row in zip(group.tolist(), np.stack(found, axis=1), strict=True):
-            _WALKS[key_of[i]] = row
-    for i, key in zip(index.tolist(), keys, strict=True):
-        row = _WALKS[key]
-        ends[:, i, : row.shape[1]] = row
-    return walked, ends
-
-
-def _walk_groups(todo, interleaved, inexact, schedule, p, v, m, p2p, fwd, bwd):
-    """(rows, (end, start, end of the last backward) of each) per group of rows walked alike:
-    the interleaved schedule and 1F1B where its formula is not exact in rounds, per (p, v);
-    GPipe per p; 1F1B that rounds do not fit (fewer microbatches than stages) one row at a time
-    by closed_form.walk, as the scalar closed form takes each."""
-    pick = np.zeros(len(p), bool)
-    pick[todo] = True
-    fit = np.zeros(len(p), bool)
-    for i in np.flatnonzero(pick & inexact):
-        fit[i] = rounds_fit(int(p[i]), 1, int(m[i]))
-    in_rounds = pick & (interleaved | (inexact & fit))
-    for i in np.flatnonzero(pick & inexact & ~fit):
-        pp, mm, name = int(p[i]), int(m[i]), NAMES["schedule"][int(schedule[i])]
-        f, b = _by_virtual_stage(pp, [i], fwd)[0], _by_virtual_stage(pp, [i], bwd)[0]
-        chunks = tuple(ChunkCost(x, y, 0.0, 0.0, 0.0, 0.0) for x, y in zip(f, b, strict=True))
-        zeros = (0.0,) * pp
-        costs = StageCosts(
-            pp, 1, mm, chunks, float(p2p[i]), zeros, False, (1,) * pp, 0.0, zeros, schedule=name
-        )
-        found = walk(costs, build(name, pp, mm, 1))
-        yield np.array([i]), tuple(np.array([[x[k] for x in found]]) for k in range(3))
-    kinds = zip(p[in_rounds].tolist(), v[in_rounds].tolist(), strict=True)
-    for pp, vv in sorted(set(kinds)):
-        rows = np.flatnonzero(in_rounds & (p == pp) & (v == vv))
-        f, b = _by_virtual_stage(pp * vv, rows, fwd), _by_virtual_stage(pp * vv, rows, bwd)
-        yield rows, walk_rounds(pp, vv, m[rows], f, b, p2p[rows])[:3]
-    gpipe = pick & ~interleaved & ~inexact
-    for pp in sorted(set(p[gpipe].tolist())):
-        rows = np.flatnonzero(gpipe & (p == pp))
-        f, b = _by_virtual_stage(pp, rows, fwd), _by_virtual_stage(pp, rows, bwd)
-        yield rows, gpipe_ends(f, b, p2p[rows], m[rows])
-
-
-def _by_virtual_stage(pv: int, rows, chunk) -> np.ndarray:
-    """(rows, pv): each virtual stage's time from its rows' (first, middle, last) chunk's."""
-    first, middle, last = (x[rows] for x in chunk)
-    out = np.repeat(middle[:, None], pv, axis=1)
-    out[:, 0], out[:, pv - 1] = first, last
-    return out
-
-
 def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
     """Estimate's figures of every row of covered columns, as the scalar closed form computes
     each (the functions named on each step)."""
@@ -481,7 +400,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
         chunk_sum = np.where(j < last, chunk_sum + middle, chunk_sum)
     chunk_sum = np.where(pv > 1, chunk_sum + (f_last + b_last), chunk_sum)
     end = (m - 1) * most + (p + v - 1) / (p * v) * chunk_sum + 2 * (p - 1) * p2p
-    walked, walked_ends = _walked(
+    walked, walked_ends = pipeline_ends_columns(
         cols.schedule, p, v, m, p2p, (f_first, f_mid, f_last), (b_first, b_mid, b_last)
     )
 
