@@ -29,10 +29,9 @@ def clear() -> None:
 
 def pipeline_ends_columns(schedule, p, v, m, p2p, fwd, bwd) -> tuple:
     """closed_form.pipeline_ends of the rows it walks (the interleaved schedule, GPipe, and
-    1F1B where its formula is not exact: _walk_groups), from each row's first, middle and last
-    chunk's forward `fwd` and backward `bwd`; (which rows, (end,
-    start and end of the last backward), each (rows, max p)). Memoised per distinct row, as the
-    costs are: a screen run again walks nothing."""
+    1F1B where its formula is not exact: _groups), from each row's first, middle and last
+    chunk's forward `fwd` and backward `bwd`: (which rows, (each stage's end, the start and
+    end of its last backward), each (rows, max p))."""
     rows, width = len(p), int(p.max())
     ends = np.zeros((3, rows, width))
     interleaved = (schedule == _INTERLEAVED) & (v > 1) & (p > 1)

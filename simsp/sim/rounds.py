@@ -1,27 +1,30 @@
-"""The interleaved schedule walked in rounds: sim/walk.py's rules over its action lists, for many
-configurations of one (p, v) at once (numpy over rows), with the periodic middle of a long run
-skipped exactly.
+"""The interleaved schedule and 1F1B walked in rounds: sim/walk.py's rules over their action
+lists, for many configurations of one (p, v) at once (numpy over rows), with the periodic middle
+of a long run skipped exactly.
 
 Rounds. On stage s the n-th forward of the schedule's list (virtual microbatch n) runs in round
-n + s, the n-th backward in round n + (p - 1 - s) + d, where d = W_s + 2 s - (p - 1) (W_s the
-warm-up forwards, read off the lists; the same d on every stage, as W_s = 2 (p - 1 - s) +
-(v - 1) p). Ordered by round, a forward before a backward of the same round, each stage keeps
-its list's order, and every arrival (`walk.arrival`) comes from the round before, so one round
-is one step over all stages: their forwards, then their backwards. `_schedule` reads the rounds,
-the chunks and the senders off `build("interleaved", ...)` and checks both properties on the
-lists themselves. Each action starts when its stage is free and its arrival has come, and a
-remote send blocks the sender, in the order of floating-point operations of `closed_form.walk`:
-without a skip the two agree to the last bit.
+a n + s, the n-th backward in round a n + (p - 1 - s) + d: a = 1 for the interleaved schedule,
+2 for plain 1F1B (its waves cross a stage every other round), and d = a W_s + 2 s - (p - 1)
+(W_s the warm-up forwards, read off the lists; the same d on every stage, as W_s =
+2 (p - 1 - s) + (v - 1) p, or p - 1 - s for 1F1B). Ordered by round, a forward before a
+backward of the same round, each stage keeps its list's order, and every arrival
+(`walk.arrival`) comes from the round before, so one round is one step over all stages: their
+forwards, then their backwards. `_schedule` reads the rounds, the chunks and the senders off
+`build("interleaved", ...)` and checks both properties on the lists themselves (`fits`). Each
+action starts when its stage is free and its arrival has come, and a remote send blocks the
+sender, in the order of floating-point operations of `closed_form.walk`: without a skip the two
+agree to the last bit.
 
-Periodic middle. Past warm-up each stage repeats the same p v rounds with the microbatches moved
-on by p (classic.interleaved_action), so the state after round r (each stage's last forward and
-backward ends) maps to the state after round r + p v by one max-plus map, the same for every
-block. Once a block moves every component of the state by the same amount (to 1e-12 of a
-block's time), it does so to the end of the steady state (a max-plus map commutes with adding a
-constant; it is 1-Lipschitz in the largest component, so a residual of e a block gives at most
-n e after n blocks: under 1e-12 of the iteration), and the blocks up to the cool-down are added
-as S + n lambda. The last p v rounds before the cool-down, and the cool-down, are walked. A row
-whose state has not settled is walked round by round, which is exact too.
+Periodic middle. Past warm-up each stage repeats a block of rounds with the microbatches moved
+on (p v rounds and p microbatches interleaved, 2 rounds and one microbatch for 1F1B), so the
+state after round r (each stage's last forward and backward ends) maps to the state a block
+later by one max-plus map, the same for every block. Once a block moves every component of the
+state by the same amount (to 1e-12 of a block's time), it does so to the end of the steady
+state (a max-plus map commutes with adding a constant; it is 1-Lipschitz in the largest
+component, so a residual of e a block gives at most n e after n blocks: under 1e-12 of the
+iteration), and the blocks up to the cool-down are added as S + n lambda. The last a p v rounds
+before the cool-down, and the cool-down, are walked. A row whose state has not settled is
+walked round by round, which is exact too.
 """
 
 from dataclasses import dataclass
