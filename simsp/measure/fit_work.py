@@ -8,12 +8,13 @@ from simsp.errors import InputError
 from simsp.measure.fit import GRID_LEVELS, check_folds
 from simsp.sim.budget import check_seconds, duration
 
-RUN_POINT_S = 2.2e-4
+RUN_POINT_S = 2.3e-4
 """CPU seconds one run costs at one parameter point, its layers priced apart (LAYER_POINT_S):
-benchmarks/fit_work.py (2026-12-03, this project's 2-core machine), the two unknowns solved from
-its two files' CPU seconds per evaluated point, 300 runs of 4 distinct layers at 75 ms a point
-and vTrain's 109 runs of 61 at 188 ms."""
-LAYER_POINT_S = 2.7e-3
+benchmarks/fit_work.py (2026-12-04, this project's 2-core machine, the closed form walking
+interleaved and GPipe runs exactly), the two unknowns solved from its two files' CPU seconds per
+evaluated point, 300 runs of 4 distinct layers at 83 ms a point and vTrain's 109 runs of 61 at
+240 ms."""
+LAYER_POINT_S = 3.5e-3
 """... each distinct layer (model, tp, cp, SP, micro batch, recompute) at one point, priced op by
 op again since every point moves the calibration."""
 POINTS_PER_FIT = 6
@@ -23,7 +24,7 @@ counted. An average, not a bound: at most 30 evaluations a fit, each Jacobian P 
 base-value pass 2P, about five times as many."""
 DEFAULT_MAX_SECONDS = 120.0
 """Estimated CPU seconds a fit may take before it is refused (--max-seconds raises it): vTrain's
-109 runs are estimated at 33 s (40 s measured); 10,000 runs of one model at about 6 min."""
+109 runs are estimated at 41 s (51 s measured); 10,000 runs of one model at about 7 min."""
 
 
 def fit_points(n_params: int, k: int) -> int:
