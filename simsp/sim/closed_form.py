@@ -178,8 +178,9 @@ def pipeline_ends(c) -> tuple[tuple[float, float, float, tuple], ...]:
     pipeline formula where it is exact (formula_exact; the chunks None: stage_done_s places
     them by last_backwards where it needs them); the interleaved schedule and the rest of
     1F1B walked in rounds (sim/rounds.py: `walk`'s figures, a settled steady state's repeats
-    skipped); GPipe's walk in closed form (sim/gpipe.py); else `walk` itself (the zero-bubble
-    and V schedules, overlapped pairs, 1F1B with fewer microbatches than stages)."""
+    skipped; where no round could be skipped, `walk` gives the same bits one action at a time);
+    GPipe's walk in closed form (sim/gpipe.py); else `walk` itself (the zero-bubble and V
+    schedules, overlapped pairs)."""
     one_f_one_b = c.schedule in ("1f1b", "interleaved") and c.p > 1 and not c.paired
     if one_f_one_b and not (c.v == 1 and c.alike_stages and formula_exact(c)):
         if rounds_may_skip(c.p, c.v, c.m):  # else the walk's bits, action by action

@@ -1,9 +1,9 @@
 """closed_form.pipeline_ends over columns, for the rows the closed form walks: the interleaved
 schedule and 1F1B where its formula is not exact in rounds (sim/rounds.py, per (p, v)), GPipe
-in closed form (sim/gpipe.py, per p), 1F1B that rounds do not fit one row at a time
-(closed_form.walk); each row's chunks its first, middle and last chunk's (every chunk between
-alike, as the rows closed_form_columns covers are). Memoised per distinct row, as the costs
-are: a screen run again walks nothing. Equal to the scalar closed form bit for bit."""
+in closed form (sim/gpipe.py, per p); each row's chunks its first, middle and last chunk's
+(every chunk between alike, as the rows closed_form_columns covers are). Memoised per distinct
+row, as the costs are: a screen run again walks nothing. Equal to the scalar closed form bit
+for bit."""
 
 import numpy as np
 
@@ -65,8 +65,8 @@ def pipeline_ends_columns(schedule, p, v, m, p2p, fwd, bwd) -> tuple:
 def _groups(todo, interleaved, inexact, schedule, p, v, m, p2p, fwd, bwd):
     """(rows, (end, start, end of the last backward) of each) per group of rows walked alike:
     the interleaved schedule and 1F1B where its formula is not exact in rounds, per (p, v);
-    GPipe per p; 1F1B that rounds do not fit (fewer microbatches than stages) one row at a time
-    by closed_form.walk, as the scalar closed form takes each."""
+    GPipe per p; 1F1B whose lists the rounds would not fit (rounds.fits: none is known) one
+    row at a time by closed_form.walk."""
     pick = np.zeros(len(p), bool)
     pick[todo] = True
     fit = np.zeros(len(p), bool)
