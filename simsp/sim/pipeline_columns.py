@@ -17,8 +17,8 @@ from simsp.sim.workload_columns import NAMES
 
 _INTERLEAVED = NAMES["schedule"].index("interleaved")
 _GPIPE = NAMES["schedule"].index("gpipe")
-_MAX_WALKS = 1 << 17
-"""Rows memoised at most; past it the memo starts again."""
+_MAX_WALKS = 1 << 15
+"""Rows memoised at most (about 1 KiB each at p = 32); past it the memo starts again."""
 _WALKS: dict = {}
 
 
