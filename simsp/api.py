@@ -28,7 +28,7 @@ def run(w: Workload, hw: HardwareSpec, progress=None) -> Result:
     plan = build_plan(w, cost_model(hw))
     expected = 0.0
     if progress is not None:
-        from simsp.sim.closed_form import iteration_s
+        from simsp.sim.pipeline_time import iteration_s
 
         expected = iteration_s(plan)
     return Result(w, hw, plan, simulate(plan, progress, expected), memory_report(w, hw))

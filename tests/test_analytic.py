@@ -1,5 +1,5 @@
 """The closed form shares the engine's costs and equals its event simulation to 1e-12 (the
-schedules' walks: sim/rounds.py, sim/gpipe.py, closed_form.walk; 1F1B's formula where exact)."""
+schedules' walks: sim/rounds.py, sim/gpipe.py, pipeline_time.walk; 1F1B's formula where exact)."""
 
 import dataclasses
 import itertools
@@ -9,7 +9,7 @@ import pytest
 from simsp.cost import cost_model
 from simsp.errors import InputError
 from simsp.sim import closed_form as analytic
-from simsp.sim import memory
+from simsp.sim import memory, pipeline_time
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
 from simsp.sim.plan import ChunkCost, StageCosts, build_plan
@@ -216,20 +216,22 @@ def uniform(p, m, v=1, f=1.0, b=2.0, c=0.0):
 def test_textbook_formula_for_equal_stages(p, m):
     """GPipe / 1F1B: (m + p - 1)(t_f + t_b); interleaved: (m + (p - 1)/v) v (t_f + t_b) per
     chunk."""
-    assert analytic.iteration_s(uniform(p, m)) == pytest.approx((m + p - 1) * 3.0)
-    assert analytic.iteration_s(uniform(p, m, v=3)) == pytest.approx((m + (p - 1) / 3) * 3 * 3.0)
+    assert pipeline_time.iteration_s(uniform(p, m)) == pytest.approx((m + p - 1) * 3.0)
+    assert pipeline_time.iteration_s(uniform(p, m, v=3)) == pytest.approx(
+        (m + (p - 1) / 3) * 3 * 3.0
+    )
 
 
 def test_dp_allreduce_exposed_or_overlapped():
     c = dataclasses.replace(uniform(2, 4), dp_s=(5.0, 5.0))
-    assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 5.0)
+    assert pipeline_time.iteration_s(c) == pytest.approx(5 * 3.0 + 5.0)
     # 4 buckets overlapped with stage 0's last backward (13 s to 15 s): ready every 0.5 s, 1.25 s
     # each, so the comm is the bottleneck and ends at 13 + 0.5 + 5 = 18.5 s
-    assert analytic.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(
+    assert pipeline_time.iteration_s(dataclasses.replace(c, overlap_dp=True)) == pytest.approx(
         5 * 3.0 + 3.5
     )
     c = dataclasses.replace(uniform(2, 4), embedding_sync_s=0.5, optimizer_s=(0.25, 0.75))
-    assert analytic.iteration_s(c) == pytest.approx(5 * 3.0 + 0.5 + 0.75)
+    assert pipeline_time.iteration_s(c) == pytest.approx(5 * 3.0 + 0.5 + 0.75)
 
 
 def test_estimate_reports_mfu_and_fit(workloads, hardware):

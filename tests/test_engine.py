@@ -201,8 +201,8 @@ def test_a_watched_replay_is_the_same_replay_in_slices():
     the bar engine.PROGRESS_STEPS times (whatever the estimate's error)."""
     from simsp.cost import cost_model
     from simsp.io.config import load_hardware, load_workload
-    from simsp.sim.closed_form import iteration_s
     from simsp.sim.engine import PROGRESS_STEPS
+    from simsp.sim.pipeline_time import iteration_s
     from simsp.sim.plan import build_plan
 
     class Bar:

@@ -1,5 +1,5 @@
 """The interleaved schedule and 1F1B walked in rounds (sim/rounds.py), GPipe's walk in closed form
-(sim/gpipe.py) against closed_form.walk, the rules the engine follows: to the bit where rounds
+(sim/gpipe.py) against pipeline_time.walk, the rules the engine follows: to the bit where rounds
 skip nothing, to 1e-12 where they skip a settled steady state, on chunk times that differ from
 one virtual stage to the next."""
 
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from simsp.sim import rounds
-from simsp.sim.closed_form import walk
 from simsp.sim.gpipe import gpipe_ends
+from simsp.sim.pipeline_time import walk
 from simsp.sim.schedule import build
 
 
@@ -28,7 +28,7 @@ def _chunks(rng: random.Random, n: int, alike: bool) -> tuple[list, list]:
 
 
 def _walked(schedule: str, p: int, v: int, m: int, f: list, b: list, c: float) -> list:
-    """closed_form.walk's figures, flattened per stage: end, last backward, each chunk's."""
+    """pipeline_time.walk's figures, flattened per stage: end, last backward, each chunk's."""
     chunk = [
         SimpleNamespace(forward_s=x, backward_s=y, paired_forward_s=None, paired_backward_s=None)
         for x, y in zip(f, b, strict=True)
@@ -61,7 +61,7 @@ def _cases(seed: int, n: int, blocks: tuple[int, ...]):
 
 def test_rounds_equal_the_walk_to_the_bit_without_a_skip(monkeypatch):
     """Every round walked (no state ever counts as settled): the same floating-point operations
-    in the same order as closed_form.walk, so the same bits, for m = p (every forward first),
+    in the same order as pipeline_time.walk, so the same bits, for m = p (every forward first),
     2p (the end walked from the first block) and longer runs."""
     monkeypatch.setattr(rounds, "SETTLED", -1.0)
     for p, v, m, f, b, c in _cases(1, 160, (1, 2, 3, 5, 9)):
@@ -108,7 +108,7 @@ def test_a_wrong_round_offset_is_caught_on_the_lists():
 
 def test_gpipe_in_closed_form_equals_its_walk():
     """GPipe's two flow shops in closed form: each stage's end and last backward within 1e-12
-    of closed_form.walk, on stages that all differ, one to 16p microbatches."""
+    of pipeline_time.walk, on stages that all differ, one to 16p microbatches."""
     rng = random.Random(3)
     worst = 0.0
     for _ in range(300):
@@ -125,11 +125,11 @@ def test_gpipe_in_closed_form_equals_its_walk():
 
 
 def test_the_closed_form_ends_every_classic_schedule_as_its_walk():
-    """closed_form.pipeline_ends on random stages, alike but the ends or all different, heavier
+    """pipeline_time.pipeline_ends on random stages, alike but the ends or all different, heavier
     first or last, under 1F1B (the formula where formula_exact holds, else rounds), interleaved
     (rounds) and GPipe (closed form): each stage's end and last backward within 1e-12 of
-    closed_form.walk; the formula is taken (and exact) on about half of the 1F1B runs."""
-    from simsp.sim import closed_form
+    pipeline_time.walk; the formula is taken (and exact) on about half of the 1F1B runs."""
+    from simsp.sim import pipeline_time
     from simsp.sim.plan import ChunkCost, StageCosts
 
     rng = random.Random(4)
@@ -156,9 +156,9 @@ def test_the_closed_form_ends_every_classic_schedule_as_its_walk():
             zeros,
             schedule=schedule,
         )
-        formula += schedule == "1f1b" and closed_form.formula_exact(costs)
-        want = closed_form.walk(costs, build(schedule, p, m, v))
-        for got, row in zip(closed_form.pipeline_ends(costs), want, strict=True):
+        formula += schedule == "1f1b" and pipeline_time.formula_exact(costs)
+        want = pipeline_time.walk(costs, build(schedule, p, m, v))
+        for got, row in zip(pipeline_time.pipeline_ends(costs), want, strict=True):
             for x, y in zip(got[:3], row[:3], strict=True):
                 worst = max(worst, abs(x / y - 1))
     assert worst < 1e-12

@@ -9,7 +9,7 @@ import pytest
 from simsp.api import run
 from simsp.cost.layer_entries import LayerTime
 from simsp.sim import closed_form as analytic
-from simsp.sim import schedule
+from simsp.sim import pipeline_time, schedule
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
 from simsp.sim.plan import ChunkCost
@@ -150,7 +150,7 @@ def test_zb_h2_has_no_bubble_inside_each_stage(p, mult):
 def test_closed_form_walk_equals_the_engine(name, f, i, w):
     p, m = 4, 16
     plan = _plan(name, p, m, f, i, w)
-    assert analytic.iteration_s(plan) == pytest.approx(simulate(plan).iteration_s, rel=1e-12)
+    assert pipeline_time.iteration_s(plan) == pytest.approx(simulate(plan).iteration_s, rel=1e-12)
 
 
 # ---------------------------------------------------------------------------- real workloads

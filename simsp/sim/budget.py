@@ -88,7 +88,7 @@ def memory_walks(w) -> bool:
     """Whether the memory report (and so the closed form) walks all the schedule's actions: every
     schedule but the classic three with deallocated outputs and even stages (interleaving's end
     stages walk a steady few microbatches, memory.steady_microbatches), and any schedule under
-    EP overlap (its pairs: sim/memory.py, closed_form.pipeline_ends)."""
+    EP overlap (its pairs: sim/memory.py, pipeline_time.pipeline_ends)."""
     from simsp.sim.memory import CLASSIC
 
     par = w.parallel

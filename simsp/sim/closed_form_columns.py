@@ -10,7 +10,7 @@ memory.static_bytes) per (tp, cp, pp, dp, schedule, chunks); the in-flight micro
 stage (memory.in_flight_chunks, interleaved_counts) per (schedule, pp, microbatches, chunks);
 the model and hardware FLOPs per (global batch, tp, recompute). Everything after is array
 arithmetic over the rows: the chunks' costs, the stages' work, each stage's end (the 1F1B
-formula, closed_form.pipeline_s and stage_finish_s; the rounds of sim/rounds.py and GPipe's
+formula, pipeline_time.pipeline_s and stage_finish_s; the rounds of sim/rounds.py and GPipe's
 sim/gpipe.py over the rows they walk: sim/pipeline_columns.py), gradient reduction and step
 (stage_done_s, param_gather), the bubble, and the peak HBM of the stages that can hold it
 (memory.peak_bytes), each in the scalar code's order of floating-point operations: numpy's
@@ -380,7 +380,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
     def at(vs, first, mid, final):
         return np.where(vs == 0, first, np.where(vs == last, final, mid))
 
-    def work(stage):  # closed_form.stage_work_s of one stage
+    def work(stage):  # pipeline_time.stage_work_s of one stage
         total = np.zeros(n_rows)
         for k in range(int(v.max())):
             vs = stage + k * p
@@ -393,7 +393,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
     most = np.maximum(work_0, np.where(p > 2, work(np.minimum(1, p - 1)), work_0))
     most = np.maximum(most, np.where(p > 1, work(p - 1), work_0))
 
-    # closed_form.pipeline_s
+    # pipeline_time.pipeline_s
     chunk_sum = f_first + b_first
     middle = f_mid + b_mid
     for j in range(1, int(pv.max()) - 1):
@@ -404,7 +404,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
         cols.schedule, p, v, m, p2p, (f_first, f_mid, f_last), (b_first, b_mid, b_last)
     )
 
-    # closed_form.stage_finish_s, stage_done_s; stage_terms.param_gather; the optimizer step
+    # pipeline_time.stage_finish_s, stage_done_s; stage_terms.param_gather; the optimizer step
     share = hw.calibration.collective_sm_share
     overlap, gather = par.overlap_grad_reduce, par.distributed_optimizer
     prefetch = par.overlap_param_gather
@@ -418,7 +418,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
         b_s = at(s, b_first, b_mid, b_last)
         start = (end - (p2p if s > 0 else 0.0)) - b_s
         w_end = start + b_s
-        end_s = np.where(walked, walked_ends[0][:, s], end)  # closed_form.pipeline_ends
+        end_s = np.where(walked, walked_ends[0][:, s], end)  # pipeline_time.pipeline_ends
         start = np.where(walked, walked_ends[1][:, s], start)
         w_end = np.where(walked, walked_ends[2][:, s], w_end)
 
@@ -454,7 +454,7 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
         step_max = np.where(live, np.maximum(step_max, step), step_max)
 
     t = done_max + step_max  # closed_form.estimate
-    busy = m * work_0  # closed_form.stage_busy_s
+    busy = m * work_0  # pipeline_time.stage_busy_s
     bubble = t - busy - (done_0 - end_0) - step_0
 
     # memory.peak_bytes: stages 0, min(1, p - 1) and p - 1

@@ -14,7 +14,7 @@ slowest). With t_s = F_s (+ p2p, s < p - 1) and u_s = B_s (+ p2p, s > 0):
                                                         + k max_{s <= j <= s'} u_j
 
 and each stage's last backward starts at max(EB(s, m - 2) (EF(s) for m = 1), EB(s + 1, m - 1)),
-the times closed_form.walk finds, to rounding (tests/test_analytic.py, 1e-12 against the engine).
+the times pipeline_time.walk finds, to rounding (tests/test_analytic.py, 1e-12 against the engine).
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""closed_form.pipeline_ends over columns, for the rows the closed form walks: the interleaved
+"""pipeline_time.pipeline_ends over columns, for the rows the closed form walks: the interleaved
 schedule and 1F1B where its formula is not exact in rounds (sim/rounds.py, per (p, v)), GPipe
 in closed form (sim/gpipe.py, per p); each row's chunks its first, middle and last chunk's
 (every chunk between alike, as the rows closed_form_columns covers are). Memoised per distinct
@@ -7,8 +7,8 @@ for bit."""
 
 import numpy as np
 
-from simsp.sim.closed_form import walk
 from simsp.sim.gpipe import gpipe_ends
+from simsp.sim.pipeline_time import walk
 from simsp.sim.plan import ChunkCost, StageCosts
 from simsp.sim.rounds import fits as rounds_fit
 from simsp.sim.rounds import walk_rounds
@@ -28,7 +28,7 @@ def clear() -> None:
 
 
 def pipeline_ends_columns(schedule, p, v, m, p2p, fwd, bwd) -> tuple:
-    """closed_form.pipeline_ends of the rows it walks (the interleaved schedule, GPipe, and
+    """pipeline_time.pipeline_ends of the rows it walks (the interleaved schedule, GPipe, and
     1F1B where its formula is not exact: _groups), from each row's first, middle and last
     chunk's forward `fwd` and backward `bwd`: (which rows, (each stage's end, the start and
     end of its last backward), each (rows, max p))."""
@@ -36,7 +36,7 @@ def pipeline_ends_columns(schedule, p, v, m, p2p, fwd, bwd) -> tuple:
     ends = np.zeros((3, rows, width))
     interleaved = (schedule == _INTERLEAVED) & (v > 1) & (p > 1)
     (f_first, f_mid, f_last), (b_first, b_mid, b_last) = fwd, bwd
-    middle = (p == 2) | ((f_mid <= f_first) & (b_mid <= b_first))  # closed_form.formula_exact
+    middle = (p == 2) | ((f_mid <= f_first) & (b_mid <= b_first))  # pipeline_time.formula_exact
     inexact = (v == 1) & (p > 1) & (schedule != _GPIPE)
     inexact &= ~(middle & (f_first <= f_last) & (b_first <= b_last))
     walked = interleaved | ((schedule == _GPIPE) & (p > 1)) | inexact
@@ -66,7 +66,7 @@ def _groups(todo, interleaved, inexact, schedule, p, v, m, p2p, fwd, bwd):
     """(rows, (end, start, end of the last backward) of each) per group of rows walked alike:
     the interleaved schedule and 1F1B where its formula is not exact in rounds, per (p, v);
     GPipe per p; 1F1B whose lists the rounds would not fit (rounds.fits: none is known) one
-    row at a time by closed_form.walk."""
+    row at a time by pipeline_time.walk."""
     pick = np.zeros(len(p), bool)
     pick[todo] = True
     fit = np.zeros(len(p), bool)

@@ -12,7 +12,7 @@ backward of the same round, each stage keeps its list's order, and every arrival
 forwards, then their backwards. `_schedule` reads the rounds, the chunks and the senders off
 `build("interleaved", ...)` and checks both properties on the lists themselves (`fits`). Each
 action starts when its stage is free and its arrival has come, and a remote send blocks the
-sender, in the order of floating-point operations of `closed_form.walk`: without a skip the two
+sender, in the order of floating-point operations of `pipeline_time.walk`: without a skip the two
 agree to the last bit.
 
 Periodic middle. Past warm-up each stage repeats a block of rounds with the microbatches moved
@@ -89,7 +89,7 @@ def fits(p: int, v: int, m: int) -> bool:
 
 def may_skip(p: int, v: int, m: int) -> bool:
     """Whether walk_rounds could skip any round of a run of m microbatches: only past a block
-    of steady state that ends before its cool-down. Where it cannot, closed_form.walk gives the
+    of steady state that ends before its cool-down. Where it cannot, pipeline_time.walk gives the
     same bits, one action at a time (cheaper for a single short run)."""
     if m < 2 * p:
         return False
@@ -184,7 +184,7 @@ class _State:
 
 def _round(sched: _Schedule, st: _State, r: int, live_f, live_b, fwd, bwd, p2p, keep=()) -> None:
     """Round r on every row: each stage's forward (where live_f; True: on every stage), then
-    its backward (where live_b), in closed_form.walk's order of operations; `keep` (stages,
+    its backward (where live_b), in pipeline_time.walk's order of operations; `keep` (stages,
     by_chunk) records those stages' backwards' (start, end before the send) at their chunks."""
     i, p = r % (sched.a * sched.p * sched.v), sched.p
     end = np.maximum(st.free, st.f[:, sched.f_from[i]]) + fwd[:, sched.f_vs[i]]
@@ -227,7 +227,7 @@ def walk_rounds(p: int, v: int, m, fwd, bwd, p2p):
     """The walk of the interleaved schedule (plain 1F1B where v = 1) on every row: (end of each
     stage's last action, start and end of its last backward, (start, end) of each chunk's last
     backward), arrays of shapes (rows, p), (rows, p), (rows, p), (rows, p, v, 2):
-    closed_form.walk's figures (module docstring). `m` (rows,) microbatches, each with
+    pipeline_time.walk's figures (module docstring). `m` (rows,) microbatches, each with
     fits(p, v, m); `fwd`, `bwd` (rows, p v) each virtual stage's forward and backward; `p2p`
     (rows,) one send."""
     m = np.asarray(m, dtype=np.int64)

@@ -1,7 +1,7 @@
 """The one rule of a pipeline walk: for each kind of action (F, B, I, W; schedule/action.py),
 what it waits for, how long it runs, what it holds and frees, and where its output goes.
 
-The engine (simpy) drives these rules. The closed form (`closed_form.walk`, `stage_busy_s`) and
+The engine (simpy) drives these rules. The closed form (`pipeline_time.walk`, `stage_busy_s`) and
 the memory model (`memory._walk_peak`) fold over the same action lists with them. `dependencies`
 states them as (stage, action) pairs, for the tests and whoever writes a schedule. A new kind of
 action is a line in each table here.
