@@ -7,7 +7,7 @@ import pytest
 
 from simsp.model import layer as L
 from simsp.model.params import layer_params, total_params
-from simsp.sim.memory import activation_per_layer_bytes
+from simsp.model.saved_bytes import activation_per_layer_bytes
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 

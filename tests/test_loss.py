@@ -10,7 +10,7 @@ from simsp.cost import CostModel
 from simsp.cost import stage_time as st
 from simsp.io.config import load_hardware, load_workload
 from simsp.model.blocks.loss import CROSS_ENTROPIES, CROSS_ENTROPY
-from simsp.sim.memory import end_stage_bytes
+from simsp.model.saved_bytes import end_stage_bytes
 from simsp.spec.layout import layer_placement
 from tests.conftest import ROOT
 

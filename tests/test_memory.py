@@ -7,13 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsp.model.params import total_params
+from simsp.model.saved_bytes import activation_per_layer_bytes
 from simsp.sim import schedule
-from simsp.sim.memory import (
-    activation_per_layer_bytes,
-    in_flight_chunks,
-    memory_report,
-    stage_activation_bytes,
-)
+from simsp.sim.memory import in_flight_chunks, memory_report, stage_activation_bytes
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 

@@ -22,8 +22,9 @@ from simsp.cost.overlap import shared_sms_s
 from simsp.io.config import load_hardware, load_workload
 from simsp.model.layer import Attention, build_layer
 from simsp.model.params import layer_params_per_rank, stage_params
+from simsp.model.saved_bytes import activation_per_layer_bytes
 from simsp.sim import schedule
-from simsp.sim.memory import activation_per_layer_bytes, stage_memory
+from simsp.sim.memory import stage_memory
 from simsp.sim.plan import stage_costs
 from simsp.spec.layout import Layout, layer_placement, layout
 from simsp.spec.parallel import ParallelSpec

@@ -7,8 +7,9 @@ import pytest
 
 from simsp.errors import InputError
 from simsp.model.flops import hardware_flops
+from simsp.model.saved_bytes import activation_per_layer_bytes
 from simsp.sim.closed_form import costs
-from simsp.sim.memory import activation_per_layer_bytes, stage_activation_bytes
+from simsp.sim.memory import stage_activation_bytes
 from simsp.spec.rules import validate
 
 

@@ -14,7 +14,8 @@ from simsp.errors import InputError
 from simsp.io.config import load_hardware, load_workload
 from simsp.model import layer as L
 from simsp.model.params import linear_params_per_rank
-from simsp.sim.memory import activation_per_layer_bytes, stage_memory
+from simsp.model.saved_bytes import activation_per_layer_bytes
+from simsp.sim.memory import stage_memory
 from simsp.spec.model import ModelSpec
 from simsp.spec.parallel import ParallelSpec
 from simsp.spec.precision import BF16, RECIPES, Numerics, cast_bytes

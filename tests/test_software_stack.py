@@ -16,7 +16,7 @@ from simsp.io.config import load_hardware, load_workload
 from simsp.model.blocks import checkpoint
 from simsp.model.blocks.elementwise import EAGER
 from simsp.model.layer import Dims, build_layer, stored_bytes
-from simsp.sim.memory import activation_per_layer_bytes
+from simsp.model.saved_bytes import activation_per_layer_bytes
 from simsp.spec.layout import layout
 from simsp.spec.rules import validate
 from simsp.spec.stack import STACK_KNOBS, STACKS
@@ -223,7 +223,8 @@ def test_torch_loss_working_set_counts_once_on_the_last_stage(llama):
     """F.cross_entropy(pred.float()) holds two more fp32 tensors of the logits for a moment (the
     copy, then the gradients): 8 bytes a logit on the last stage's peak, once; Megatron's
     in-place kernels hold nothing beyond what they keep."""
-    from simsp.sim.memory import end_stage_bytes, stage_activation_bytes
+    from simsp.model.saved_bytes import end_stage_bytes
+    from simsp.sim.memory import stage_activation_bytes
 
     w = _with(llama, cp=1)
     m, b = w.model, w.training.micro_batch

@@ -167,15 +167,15 @@ def floor_s(w: Workload, hw: HardwareSpec) -> float:
 
 def clear_caches() -> None:
     """Forget every memoised cost (for benchmarks that measure a cold start)."""
-    from simsp.model import flops, params
+    from simsp.model import flops, params, saved_bytes
 
     for f in (
         _layer,
         _ends,
         memory.interleaved_counts,
         memory.peak_bytes,
-        memory._per_layer_bytes,
-        memory._end_stage_bytes,
+        saved_bytes._per_layer_bytes,
+        saved_bytes._end_stage_bytes,
         params.layer_weights,
         params._layer_params,
         params._stage_params,

@@ -14,6 +14,7 @@ import numpy as np
 
 from simsp.cost import cost_model
 from simsp.cost import stage_time as st
+from simsp.model import saved_bytes
 from simsp.model.flops import hardware_flops, model_flops
 from simsp.sim import memory
 from simsp.sim.closed_form import MEMOISED
@@ -89,8 +90,8 @@ def _layer_row(cols: WorkloadColumns, hw, i: int) -> tuple:
     lay = layout(w.parallel, hw.node.gpus)
     lt, ends = MEMOISED.layer(w, cost, lay), MEMOISED.ends(w, cost, lay)
     par, b, num = w.parallel, w.training.micro_batch, w.training.numerics
-    kept = memory.activation_per_layer_bytes(w.model, par, b, num)
-    emb, out = memory.end_stage_bytes(w.model, par, b, w.training.knob("cross_entropy"))
+    kept = saved_bytes.activation_per_layer_bytes(w.model, par, b, num)
+    emb, out = saved_bytes.end_stage_bytes(w.model, par, b, w.training.knob("cross_entropy"))
     return (lt.forward_s, lt.backward_s, *ends[:5], kept, emb, out, memory.loss_working_bytes(w))
 
 

@@ -18,15 +18,14 @@ from simsp.cost.layer_time import layer_time
 from simsp.errors import InputError
 from simsp.model import stack
 from simsp.model.layer import build_layer
-from simsp.sim import schedule
-from simsp.sim.memory import (
+from simsp.model.saved_bytes import (
     chunk_activation_bytes,
     end_stage_bytes,
-    sends_output,
     stage_output_bytes,
-    static_bytes,
     weight_grad_bytes,
 )
+from simsp.sim import schedule
+from simsp.sim.memory import sends_output, static_bytes
 from simsp.sim.stage_terms import by_stage, param_gather, stage_terms
 from simsp.spec.layout import LAYER_GROUPS, Layout, layout
 from simsp.spec.precision import precision_rules

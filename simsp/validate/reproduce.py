@@ -13,7 +13,8 @@ from simsp.cost import cost_model
 from simsp.cost.layer_time import layer_time
 from simsp.io.config import REPO_ROOT, load_hardware, load_workload
 from simsp.model.layer import build_layer
-from simsp.sim.memory import activation_per_layer_bytes, memory_report
+from simsp.model.saved_bytes import activation_per_layer_bytes
+from simsp.sim.memory import memory_report
 from simsp.spec.layout import layer_placement
 from simsp.validate.paper import (
     FIGURE7_PCT,
