@@ -10,9 +10,10 @@ from simsp.cost import cost_model
 from simsp.errors import InputError
 from simsp.sim import closed_form as analytic
 from simsp.sim import memory, pipeline_time
+from simsp.sim.chunk_costs import ChunkCost
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
-from simsp.sim.plan import ChunkCost, StageCosts, build_plan
+from simsp.sim.plan import StageCosts, build_plan
 from simsp.spec.rules import validate
 
 from .conftest import PAPER_MODELS

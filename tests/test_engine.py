@@ -8,9 +8,10 @@ import pytest
 
 from simsp.api import run
 from simsp.sim import schedule
+from simsp.sim.chunk_costs import ChunkCost
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
-from simsp.sim.plan import ChunkCost, Plan
+from simsp.sim.plan import Plan
 
 
 def uniform_plan(name, p, m, v, tf, tb, nbytes=0.0, layer=None, chunk=None):

@@ -274,7 +274,8 @@ def test_delayed_scaling_reduces_amaxes_once_a_chunk_pass():
     scaling and a group of one add nothing."""
     from simsp.cost import cost_model
     from simsp.cost import stage_time as st
-    from simsp.sim.plan import DIRECT, chunk_costs, stage_costs
+    from simsp.sim.chunk_costs import chunk_costs
+    from simsp.sim.plan import DIRECT, stage_costs
     from simsp.spec.layout import layout
 
     hw = _h100()

@@ -130,7 +130,8 @@ def test_the_closed_form_ends_every_classic_schedule_as_its_walk():
     (rounds) and GPipe (closed form): each stage's end and last backward within 1e-12 of
     pipeline_time.walk; the formula is taken (and exact) on about half of the 1F1B runs."""
     from simsp.sim import pipeline_time
-    from simsp.sim.plan import ChunkCost, StageCosts
+    from simsp.sim.chunk_costs import ChunkCost
+    from simsp.sim.plan import StageCosts
 
     rng = random.Random(4)
     worst, formula = 0.0, 0

@@ -10,9 +10,9 @@ from simsp.api import run
 from simsp.cost.layer_entries import LayerTime
 from simsp.sim import closed_form as analytic
 from simsp.sim import pipeline_time, schedule
+from simsp.sim.chunk_costs import ChunkCost
 from simsp.sim.engine import simulate
 from simsp.sim.memory import memory_report
-from simsp.sim.plan import ChunkCost
 from simsp.sim.walk import dependencies
 from simsp.spec.rules import validate
 from tests.extras import needs

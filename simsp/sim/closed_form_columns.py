@@ -191,10 +191,10 @@ def _arrays(cols: WorkloadColumns, hw: HardwareSpec) -> dict:
     n_rows = len(cols)
     pv = p * v
     last = pv - 1
-    layers = base.model.layers // pv  # plan.chunk_costs: every chunk alike
+    layers = base.model.layers // pv  # chunk_costs: every chunk alike
     p2p = np.where(p > 1, lt["p2p"], 0.0)
 
-    # plan.chunk_costs: n layers, the amax reductions, the embedding on the first virtual
+    # chunk_costs: n layers, the amax reductions, the embedding on the first virtual
     # stage and the output layer on the last
     fwd = layers * lt["layer_f"] + sg["amax_f"]
     bwd = layers * lt["layer_b"] + sg["amax_b"]

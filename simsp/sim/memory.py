@@ -2,9 +2,9 @@
 
 Activations per layer sum the tensors the ops save for backward (model/saved_bytes.py, from
 model/layer.py's op list), so the paper's Table 2 rows follow from the op list. A stage holds
-activations for the microbatches its schedule has in flight; the first and last stages add the embedding and output-layer tensors
-(paper §4.3). Weights + gradients + optimizer take 18 bytes a parameter, or 6 + 12/d with the
-distributed optimizer (Megatron-LM docs, dist_optimizer.md).
+activations for the microbatches its schedule has in flight; the first and last stages add the
+embedding and output-layer tensors (paper §4.3). Weights + gradients + optimizer take 18 bytes
+a parameter, or 6 + 12/d with the distributed optimizer (Megatron-LM docs, dist_optimizer.md).
 """
 
 from dataclasses import dataclass

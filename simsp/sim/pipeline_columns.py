@@ -7,9 +7,10 @@ for bit."""
 
 import numpy as np
 
+from simsp.sim.chunk_costs import ChunkCost
 from simsp.sim.gpipe import gpipe_ends
 from simsp.sim.pipeline_time import walk
-from simsp.sim.plan import ChunkCost, StageCosts
+from simsp.sim.plan import StageCosts
 from simsp.sim.rounds import fits as rounds_fit
 from simsp.sim.rounds import walk_rounds
 from simsp.sim.schedule import build

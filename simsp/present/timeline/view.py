@@ -225,9 +225,9 @@ SIDE_PASSES = {"forward": "forward_s", "backward": "backward_s", "backward_input
 
 
 def side_spans(plan, spans, skip: tuple[str, ...] = ()) -> list[Span]:
-    """The CP and FSDP communication beside each pass (plan.ChunkCost.side) on its own stream,
-    from the pass's start: derived from the compute spans here, so the engine draws nothing
-    more for it. `skip`: streams the caller draws otherwise (cp_comm at op level)."""
+    """The CP and FSDP communication beside each pass (chunk_costs.ChunkCost.side) on its own
+    stream, from the pass's start: derived from the compute spans here, so the engine draws
+    nothing more for it. `skip`: streams the caller draws otherwise (cp_comm at op level)."""
     out = []
     for s in spans:
         if s.stream != "compute" or s.kind not in SIDE_PASSES or s.chunk < 0:
