@@ -15,9 +15,7 @@ of run --json); FP8 runs keep the 16-bit peak, as MFU does.
 import re
 
 from simsp.errors import InputError
-from simsp.spec.model import GATED_MLPS, ModelSpec
 from simsp.spec.parallel import ParallelSpec
-from simsp.spec.pipeline_layout import parse as parse_layout
 from simsp.spec.rules import validate
 from simsp.spec.workload import TrainingSpec, Workload
 from simsp.validate.attention_kernel import attention_kernel
@@ -30,6 +28,7 @@ from simsp.validate.moe_recipes import (
 )
 from simsp.validate.moe_runs import SET as MOE_SET
 from simsp.validate.moe_runs import read_moe_runs, with_architecture
+from simsp.validate.published_model import cell_int, row_model
 from simsp.validate.published_runs import RUNS_FILE, read_published
 from simsp.validate.recipes import (
     COMPOSER_REDUCE_FP32,
@@ -79,84 +78,6 @@ def recipe_of(row: dict) -> str:
 # ------------------------------------------------------------------ rows -> cases
 
 
-def _int(value: str, default: int = 0) -> int:
-    return int(float(value)) if value not in ("", None) else default
-
-
-def _model(row: dict) -> ModelSpec:
-    """The row's model: arch decides MLP, norm, position and biases (NeMo / MPT configs); a
-    mixture of experts adds its experts (_experts)."""
-    arch = row["model.arch"].split()[0]
-    kinds = {
-        # mixtral.py, qwen3.py (qwen3-moe), gpt_oss.py in NeMo @8cfedd7203 and dgxc-benchmarking
-        # grok1/cfg/grok1_314b.yaml @741c886 (fast-geglu, RMSNorm, RoPE, no bias)
-        "mixtral": ("swiglu", "rmsnorm", "rope", False),
-        "qwen3-moe": ("swiglu", "rmsnorm", "rope", False),
-        "grok-1": ("geglu", "rmsnorm", "rope", False),
-        "gpt-oss": ("swiglu", "rmsnorm", "rope", True),  # q, k, v, o, router and expert biases
-        # NeMo deepseek.py @8cfedd7203 DeepSeekV3Config; Kimi-K2 the same layout
-        "deepseek-v3": ("swiglu", "rmsnorm", "rope", False),
-        "kimi-k2": ("swiglu", "rmsnorm", "rope", False),
-        "gpt": ("gelu", "layernorm", "learned", True),  # NeMo GPTConfig: add_bias_linear
-        "llama": ("swiglu", "rmsnorm", "rope", False),
-        "nemotron": ("squared_relu", "layernorm", "rope", False),  # nemotron.py add_bias_linear
-        # llm-foundry's benchmark yamls leave configuration_mpt.py's defaults (b2a43a147):
-        # learned_pos_emb True, attn_config alibi False, no_bias False
-        "mpt": ("gelu", "layernorm", "learned", True),
-    }
-    mlp, norm, position, bias = kinds[arch]
-    if row["model.glu"] == "true" and mlp not in GATED_MLPS:  # Grok-1's gate is GeLU
-        mlp = "swiglu"
-    return ModelSpec(
-        layers=_int(row["model.layers"]),
-        hidden=_int(row["model.hidden"]),
-        heads=_int(row["model.heads"]),
-        seq_len=_int(row["model.seq"]),
-        vocab=_int(row["model.vocab"]),
-        ffn_hidden=_int(row["model.ffn"]),
-        kv_heads=0 if "MLA" in row["model.kv_heads"] else _int(row["model.kv_heads"]),
-        mlp=mlp,
-        norm=norm,
-        position=position,
-        bias=bias,
-        dropout=0.0,  # NeMo GPT/Llama/Nemotron configs and MPT yamls: dropout 0
-        attention="flash",
-        tied_embeddings=row["model.tied_embeddings"] == "true",
-        **_experts(row, arch),
-    )
-
-
-def _experts(row: dict, arch: str) -> dict:
-    """A mixture of experts' settings (none for a dense row): experts, top-k, the expert's inner
-    size, shared experts, dense first layers; Qwen3's QK-norm and gpt-oss's alternating
-    128-token window (NeMo gpt_oss.py: window_size (128, 0), every other layer)."""
-    if not row["model.experts"]:
-        return {}
-    out = {
-        "experts": _int(row["model.experts"]),
-        "router_topk": _int(row["model.topk"]),
-        "moe_ffn": _int(row.get("model.moe_ffn")),
-        "shared_expert_ffn": _int(row.get("model.shared_expert_ffn"))
-        * max(1, _int(row.get("model.shared_experts"))),
-        "dense_layers": _int(row.get("model.dense_layers")),
-        "head_dim": _int(row.get("model.head_dim")),
-    }
-    if row.get("model.qk_layernorm") == "true":
-        out["qk_norm"] = "head"
-    if row.get("model.kv_lora_rank"):  # multi-head latent attention, sigmoid router
-        out.update(
-            q_lora_rank=_int(row["model.q_lora_rank"]),
-            kv_lora_rank=_int(row["model.kv_lora_rank"]),
-            qk_rope_dim=_int(row["model.qk_rope_dim"]),
-            v_head_dim=_int(row["model.v_head_dim"]),
-            mtp_layers=_mtp(row),
-            router_score="sigmoid",
-        )
-    if arch == "gpt-oss":
-        out.update(sliding_window=128, global_every=2, attention_sinks=True)
-    return out
-
-
 def training_spec(
     global_batch: int,
     micro_batch: int,
@@ -180,14 +101,6 @@ def training_spec(
     )
 
 
-def _mtp(row: dict) -> int:
-    """The row's multi-token-prediction depth; where the table is silent, the m's of the
-    layout its release's code ran (Megatron-Bridge's DeepSeek-V3 recipes: mtp_num_layers 1)."""
-    if row.get("model.mtp_layers"):
-        return _int(row["model.mtp_layers"])
-    return sum(s.mtp for s in parse_layout(LAYOUTS[row["id"]][0])) if row["id"] in LAYOUTS else 0
-
-
 def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     """ep, etp, the dispatcher and the EP all-to-all overlap of a mixture-of-experts row (none
     for a dense one): etp as the row states it, else 1 for Megatron-Bridge (its MoE recipes set
@@ -197,8 +110,8 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
     or padded to a capacity of 1: moe-runs/README.md)."""
     if not row["model.experts"]:
         return {}
-    ep = _int(row["parallel.ep"], 1)
-    etp = _int(row.get("parallel.etp"), 0) or (1 if "Megatron-Bridge" in row["source"] else tp)
+    ep = cell_int(row["parallel.ep"], 1)
+    etp = cell_int(row.get("parallel.etp"), 0) or (1 if "Megatron-Bridge" in row["source"] else tp)
     from simsp.present.accuracy import gpu_family
 
     key = (recipe.split()[-1], row["model.name"], gpu_family(row["gpu"]))
@@ -237,8 +150,8 @@ def _expert_parallel(row: dict, tp: int, recipe: str, notes: list[str]) -> dict:
 
 
 def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "") -> ParallelSpec:
-    tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
-    vp = _int(row["parallel.virtual_stages"], 1)
+    tp, pp, cp, dp = (cell_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
+    vp = cell_int(row["parallel.virtual_stages"], 1)
     fsdp = row["parallel.fsdp"] not in ("", "false")
     sp = row["parallel.sequence_parallel"]
     sp_on = sp == "true" if sp else tp > 1
@@ -251,7 +164,7 @@ def _parallel(row: dict, recipe: Recipe, notes: list[str], recipe_key: str = "")
     mode = re.search(r"MP mode (\w+)", row.get("notes", ""))
     if fsdp and mode and mode.group(1) in COMPOSER_REDUCE_FP32:
         reduce_fp32 = COMPOSER_REDUCE_FP32[mode.group(1)]
-    split = _int(row["model.layers"]) % (pp * vp) != 0 and pp > 1 and row["id"] not in LAYOUTS
+    split = cell_int(row["model.layers"]) % (pp * vp) != 0 and pp > 1 and row["id"] not in LAYOUTS
     notes.append(
         f"sp {'on' if sp_on else 'off'}, recompute {recompute}, "
         + ("fsdp" if fsdp else "distributed optimizer")
@@ -295,10 +208,14 @@ def nemo_llama2_flops(row: dict) -> float:
     """Model FLOPs per iteration as NVIDIA's tables count them for Llama-2 (NeMo
     nemo/utils/flops_formulas.py `llama2`, v2.3.0): B s L h^2 (12 + 12 g/a + 18 f/h + 12 s/h +
     6 v / (L h)); causal attention not halved."""
-    b, s = _int(row["parallel.global_batch"]), _int(row["model.seq"])
-    layers, h = _int(row["model.layers"]), _int(row["model.hidden"])
-    a, g, f = _int(row["model.heads"]), _int(row["model.kv_heads"]), _int(row["model.ffn"])
-    v = _int(row["model.vocab"])
+    b, s = cell_int(row["parallel.global_batch"]), cell_int(row["model.seq"])
+    layers, h = cell_int(row["model.layers"]), cell_int(row["model.hidden"])
+    a, g, f = (
+        cell_int(row["model.heads"]),
+        cell_int(row["model.kv_heads"]),
+        cell_int(row["model.ffn"]),
+    )
+    v = cell_int(row["model.vocab"])
     return (
         b * s * layers * h * h * (12 + 12 * g / a + 18 * f / h + 12 * s / h + 6 * v / (layers * h))
     )
@@ -311,7 +228,7 @@ def measured_iteration_s(row: dict) -> tuple[float, str]:
     if row["measured.iteration_s"]:
         return float(row["measured.iteration_s"]), "iteration_s as published"
     flops = nemo_llama2_flops(row)
-    t = flops / (float(row["measured.tflops_per_gpu"]) * 1e12 * _int(row["gpus"]))
+    t = flops / (float(row["measured.tflops_per_gpu"]) * 1e12 * cell_int(row["gpus"]))
     return t, "iteration_s = NeMo llama2 model FLOPs / (published TFLOP/s/GPU x GPUs)"
 
 
@@ -366,7 +283,7 @@ def published_case(row: dict):
     notes = [f"defaults of {recipe_name} ({recipe.source})"]
     parallel = _parallel(row, recipe, notes, recipe_name)
     precision, fp8_recipe = _precision(row["precision"], recipe)
-    micro = _int(row["parallel.micro_batch"], 1)
+    micro = cell_int(row["parallel.micro_batch"], 1)
     if not row["parallel.micro_batch"]:
         notes.append("micro batch 1 (launcher llama2_7b.yaml micro_batch_size)")
     primary_fp8 = precision == "fp8" and recipe.fp8_param_gather and not parallel.fsdp
@@ -393,9 +310,9 @@ def published_case(row: dict):
         w = validate(
             Workload(
                 name=row["id"],
-                model=_model(row),
+                model=row_model(row),
                 training=training_spec(
-                    _int(row["parallel.global_batch"]),
+                    cell_int(row["parallel.global_batch"]),
                     micro,
                     precision,
                     fp8_recipe,

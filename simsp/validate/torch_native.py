@@ -4,8 +4,9 @@ FSDP2 + CP run; its README says what each source states), read as shipped, flatt
 published runs' form (published_runs._flat, section.key) and turned into the cases of the set
 `torch-native`, kept out of the accuracy line like the moe set (cases.APART_SETS).
 
-The model, the naive baseline and the measured time come from published.py's helpers (`_model`,
-`naive_baseline_s`, `measured_iteration_s`). What each row leaves unstated comes from:
+The model, the naive baseline and the measured time come from the published sets' helpers
+(`published_model.row_model`, `baseline.naive_baseline_s`, `published.measured_iteration_s`).
+What each row leaves unstated comes from:
 
 - its software stack and parallel settings: `torchtitan_recipes.stack_settings`, each default
   read at the torchtitan (or AutoModel) commit the run used, with its notes;
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from simsp.errors import InputError
 from simsp.units import GIB
-from simsp.validate.published import _int
+from simsp.validate.published_model import cell_int
 from simsp.validate.published_runs import _cell
 from simsp.validate.torchtitan_recipes import RUNS, is_automodel, stack_settings
 
@@ -112,18 +113,18 @@ def batch_and_time(row: dict) -> tuple[int, int, float, str]:
     derived it) B s / (tokens/s/GPU x GPUs)."""
     from simsp.validate.published import measured_iteration_s
 
-    dp = _int(row["parallel.dp"], 1)
-    micro = _int(row["parallel.micro_batch"], 0) or _int(row["parallel.local_batch"], 1)
-    batch = _int(row["parallel.global_batch"], 0)
+    dp = cell_int(row["parallel.dp"], 1)
+    micro = cell_int(row["parallel.micro_batch"], 0) or cell_int(row["parallel.local_batch"], 1)
+    batch = cell_int(row["parallel.global_batch"], 0)
     how = []
     if not batch:
-        local = _int(row["parallel.local_batch"], 0) or micro
+        local = cell_int(row["parallel.local_batch"], 0) or micro
         batch = local * dp
         how.append(f"global batch {batch} = local batch {local} x dp {dp} (unstated)")
     derived = "measured.iteration_s (derived" in row["inferred_fields"]
     tokens = row["measured.tokens_per_s_per_gpu"]
     if tokens and (derived or not row["measured.iteration_s"]):
-        seconds = batch * _int(row["model.seq"]) / (float(tokens) * _int(row["gpus"]))
+        seconds = batch * cell_int(row["model.seq"]) / (float(tokens) * cell_int(row["gpus"]))
         how.append("iteration_s = B s / (tokens/s/GPU x GPUs)")
     elif row["measured.iteration_s"]:
         seconds = float(row["measured.iteration_s"])
@@ -144,7 +145,7 @@ def torch_native_case(row: dict, stack: bool = True, hardware: dict | None = Non
     from simsp.spec.workload import TrainingSpec, Workload
     from simsp.validate.baseline import naive_baseline_s
     from simsp.validate.case import Case, Skipped, project_path
-    from simsp.validate.published import _model
+    from simsp.validate.published_model import row_model
 
     hw_rel = hardware_of(row)
     hw_rel = (hardware or {}).get(hw_rel, hw_rel)
@@ -160,7 +161,7 @@ def torch_native_case(row: dict, stack: bool = True, hardware: dict | None = Non
     if not stack:
         training_kw = {k: v for k, v in training_kw.items() if k not in TRAINING_KNOBS}
         notes.append("priced as Megatron-Core: the stack settings above dropped")
-    tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
+    tp, pp, cp, dp = (cell_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
     fp8 = row["precision"] == "fp8"
     spec = load_hardware(project_path(hw_rel))
     if fp8 and not spec.gpu.peak_fp8_tflops:
@@ -169,7 +170,7 @@ def torch_native_case(row: dict, stack: bool = True, hardware: dict | None = Non
         w = validate(
             Workload(
                 name=row["id"],
-                model=_model(row),
+                model=row_model(row),
                 training=TrainingSpec(
                     global_batch=batch,
                     micro_batch=micro,

@@ -57,7 +57,7 @@ notes that say where each came from.
 from pathlib import Path
 
 from simsp.errors import InputError
-from simsp.validate.published import _int
+from simsp.validate.published_model import cell_int
 
 RUNS = Path("sources") / "torch-native-runs" / "runs.yaml"
 """The runs file whose rows these defaults complete (errors name it)."""
@@ -198,14 +198,14 @@ def _pipeline(row: dict, notes: list[str]) -> dict:
     """A PP row's schedule, virtual stages, layer split and micro batch (torchtitan's defaults at
     the run's commit: n_microbatches = pp degree, 2 stages a rank for looped schedules, the
     split of generate_split_points)."""
-    pp = _int(row["parallel.pp"], 1)
+    pp = cell_int(row["parallel.pp"], 1)
     if pp == 1:
         return {}
     run, _, _ = run_commit(row)
     src = f"{TT} torchtitan/parallelisms/pipelining_utils.py@{run[:8]}"
     interleaved = "interleaved" in row["parallel.pp_schedule"].lower()
-    vp = _int(row["parallel.virtual_stages"], 0) or (2 if interleaved else 1)
-    layers = _int(row["model.layers"])
+    vp = cell_int(row["parallel.virtual_stages"], 0) or (2 if interleaved else 1)
+    layers = cell_int(row["model.layers"])
     stages = pp * vp
     base, extra = divmod(layers, stages)
     counts = [base] + [base + 1 if i < extra else base for i in range(stages - 2)]
@@ -214,7 +214,7 @@ def _pipeline(row: dict, notes: list[str]) -> dict:
         ("E" if i == 0 else "") + f"t*{n}" + ("L" if i == stages - 1 else "")
         for i, n in enumerate(counts)
     )
-    local = _int(row["parallel.local_batch"]) or _int(row["parallel.micro_batch"])
+    local = cell_int(row["parallel.local_batch"]) or cell_int(row["parallel.micro_batch"])
     n_micro = pp
     micro = local // n_micro
     notes.append(
@@ -297,9 +297,9 @@ def stack_settings(row: dict) -> tuple[dict, dict, list[str]]:
             training["fp8_param_gather"] = True
             notes.append("float8 FSDP all-gather (as stated): fp8_param_gather")
 
-    tp, pp, cp, dp = (_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
+    tp, pp, cp, dp = (cell_int(row[f"parallel.{k}"], 1) for k in ("tp", "pp", "cp", "dp"))
     parallel: dict = {"fsdp": True}
-    shard = _int(row["parallel.fsdp"], 0)
+    shard = cell_int(row["parallel.fsdp"], 0)
     if shard and shard < dp:
         parallel["fsdp_shard"] = shard
         notes.append(f"HSDP: sharded over {shard} of dp x cp {dp * cp}")
@@ -312,7 +312,7 @@ def stack_settings(row: dict) -> tuple[dict, dict, list[str]]:
         notes.append("tp_comm_overlap (async TP)")
     pipe = _pipeline(row, notes)
     vp = pipe.get("virtual_stages", 1)
-    layers_per_chunk = _int(row["model.layers"]) // (pp * vp)
+    layers_per_chunk = cell_int(row["model.layers"]) // (pp * vp)
     recompute, why = _recompute(row, layers_per_chunk)
     parallel.update(recompute)
     notes.append(why)
