@@ -111,7 +111,7 @@ def test_window_rules():
 def test_a_timeline_lays_out_each_layer_with_its_own_ops():
     """A chunk of local and global layers expands into ops that fill its span exactly, local
     layers' flash attention shorter than global ones'."""
-    from simsp.present.timeline.view import expand_span
+    from simsp.present.timeline.expand import expand_span
 
     w = _workload(sliding_window=2048, global_every=2)
     w = validate(dataclasses.replace(w, parallel=dataclasses.replace(w.parallel, pp=4, dp=2)), "t")

@@ -16,17 +16,14 @@ three levels of detail by how many bars it would hold, and its title says which:
 the one place allowed to import it, and only where a page is drawn).
 """
 
+from simsp.present.timeline.expand import embedding_share, expand, expand_span, expanded_count
 from simsp.present.timeline.page import figure, timeline_html
 from simsp.present.timeline.pages import figure_html, reproduction_html
+from simsp.present.timeline.style import KIND_STYLE
 from simsp.present.timeline.view import (
     BAR_BUDGET,
-    KIND_STYLE,
     View,
     choose_view,
-    embedding_share,
-    expand,
-    expand_span,
-    expanded_count,
     idle_spans,
     memory_lines,
     merge_runs,

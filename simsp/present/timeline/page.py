@@ -4,15 +4,8 @@ import html as html_module
 
 import numpy as np
 
-from simsp.present.timeline.view import (
-    _FALLBACK_COLOURS,
-    KIND_STYLE,
-    ROW_ORDER,
-    STREAM_LABELS,
-    View,
-    choose_view,
-    memory_lines,
-)
+from simsp.present.timeline.style import FALLBACK_COLOURS, KIND_STYLE, ROW_ORDER, STREAM_LABELS
+from simsp.present.timeline.view import View, choose_view, memory_lines
 from simsp.sim.trace import Span
 from simsp.textfile import GENERATOR_META
 from simsp.units import GIB, MS
@@ -52,7 +45,7 @@ def _kind_order(bars) -> list[str]:
 
 
 def _style(kind: str, i: int) -> tuple[str, str]:
-    return KIND_STYLE.get(kind, (kind, _FALLBACK_COLOURS[i % len(_FALLBACK_COLOURS)]))
+    return KIND_STYLE.get(kind, (kind, FALLBACK_COLOURS[i % len(FALLBACK_COLOURS)]))
 
 
 def _bar_traces(go, bars, row_of: dict, level: str) -> list:

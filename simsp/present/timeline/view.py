@@ -1,5 +1,6 @@
-"""What a timeline draws, as plain data over trace records: op-level expansion of chunk spans,
-idle gaps, merging for long pipelines, the level of detail that fits, HBM lines.
+"""What a timeline draws, as plain data over trace records: the level of detail that fits (op
+level by expand.py, chunk, aggregated), idle gaps, merging for long pipelines, CP and FSDP
+streams beside the passes, HBM lines.
 
 No plotly here (the Perfetto writer uses the expansion too); `page.py` draws.
 """
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simsp.present.timeline.expand import embedding_share, expand, expandable, expanded_count
 from simsp.sim.schedule import virtual_stage
 from simsp.sim.trace import Span
 from simsp.units import MS
@@ -21,39 +23,6 @@ MEMORY_POINTS = 2_000
 """Most points per HBM line; longer lines keep the maximum of each time bin."""
 MERGEABLE = frozenset(("forward", "backward", "recompute"))
 
-ROW_ORDER = ("compute", "tp_comm", "ep_comm", "cp_comm", "fsdp_comm", "pp_comm", "dp_comm")
-STREAM_LABELS = {
-    "compute": "compute",
-    "tp_comm": "TP comm",
-    "ep_comm": "EP comm",
-    "cp_comm": "CP comm",
-    "fsdp_comm": "FSDP comm",
-    "pp_comm": "PP send/recv",
-    "dp_comm": "DP comm",
-}
-KIND_STYLE = {  # legend label, colour (Tableau 10 family: distinct, colour-blind safer)
-    "forward": ("forward", "#4C78A8"),
-    "backward": ("backward", "#F58518"),
-    "backward_input": ("backward, input gradient (I)", "#E15759"),
-    "backward_weight": ("backward, weight gradient (W)", "#FF9DA7"),
-    "recompute": ("recompute", "#E45756"),
-    "mixed": ("forward + backward (merged)", "#A0799A"),
-    "embedding": ("embedding / output layer", "#72B7B2"),
-    "loss": ("loss", "#FF9DA6"),
-    "tp_comm": ("TP comm", "#B279A2"),
-    "pp_send": ("PP send", "#54A24B"),
-    "pp_recv": ("PP recv", "#8CD17D"),
-    "dp_allreduce": ("DP gradient reduction", "#EECA3B"),
-    "param_gather": ("parameter all-gather", "#B6992D"),
-    "cp_comm": ("CP ring / all-to-all (alongside compute)", "#D37295"),
-    "ep_comm": ("EP dispatch / combine (mixture of experts)", "#9C755F"),
-    "fsdp_comm": ("FSDP gathers / reduce-scatters (alongside compute)", "#79706E"),
-    "optimizer": ("optimizer", "#9D755D"),
-    "host_wait": ("waiting for the host (framework floor)", "#C7C7C7"),
-    "idle": ("idle / bubble", "#D9D9D9"),
-}
-_FALLBACK_COLOURS = ("#BAB0AC", "#79706E", "#D37295", "#FABFD2", "#B6992D")
-
 
 @dataclass(frozen=True)
 class View:
@@ -63,161 +32,6 @@ class View:
     """op, chunk or aggregated."""
     bars: tuple[Span, ...]
     note: str
-
-
-# ---- op-level expansion (pure; the Perfetto writer uses it too) ----------------------------
-
-
-def _virtual_stage(plan, span: Span) -> int:
-    return span.chunk * plan.p + span.stage
-
-
-def _lay_out(entries, t0: float, span: Span, layer: int) -> tuple[list[Span], float]:
-    """One pass of one layer from t0: entries back to back on the critical path; a (partly)
-    hidden TP collective starts with the GEMM before it, as `layer_time` overlaps them."""
-    out, cursor, prev_start = [], t0, t0
-    for e in entries:
-        start = prev_start if e.stream == "comm" and e.busy_s > e.seconds else cursor
-        if e.busy_s > 0:
-            stream, kind = (
-                (e.kind, e.kind)
-                if e.kind in ("cp_comm", "ep_comm")
-                else ("tp_comm", "tp_comm")
-                if e.stream == "comm"
-                else ("compute", "host_wait" if e.kind == "host" else e.phase)
-            )
-            out.append(
-                Span(
-                    span.stage,
-                    stream,
-                    kind,
-                    e.op,
-                    start,
-                    e.busy_s,
-                    span.microbatch,
-                    span.chunk,
-                    layer,
-                    1,
-                )
-            )
-        cursor += e.seconds
-        prev_start = start
-    return out, cursor
-
-
-def _extras(plan, span: Span, remainder_s: float, embedding_share: float) -> tuple[float, float]:
-    """(embedding, output layer) seconds of a chunk's remainder beyond its layers."""
-    if remainder_s <= 1e-12 * max(span.dur_s, 1e-30):
-        return 0.0, 0.0
-    vs, last = _virtual_stage(plan, span), plan.p * plan.v - 1
-    if vs == 0 and vs == last:
-        return remainder_s * embedding_share, remainder_s * (1 - embedding_share)
-    return (remainder_s, 0.0) if vs == 0 else (0.0, remainder_s)
-
-
-def _extra_piece(span: Span, name: str, start: float, dur: float) -> list[Span]:
-    if dur <= 0:
-        return []
-    return [
-        Span(
-            span.stage, "compute", "embedding", name, start, dur, span.microbatch, span.chunk, -1, 0
-        )
-    ]
-
-
-def expand_span(plan, span: Span, embedding_share: float = 0.5) -> list[Span]:
-    """A forward or backward chunk span as op spans: forward entries per layer in order; for a
-    backward, per layer in reverse, its recompute entries then its backward entries. The part
-    of the span the layers do not explain is the embedding (first chunk) or the output layer
-    and loss (last chunk); `embedding_share` splits it where one chunk is both."""
-    forward = span.kind == "forward"
-    phases = ("forward",) if forward else ("recompute", "backward")
-    paired = _overlapped(plan, span, forward)
-
-    kept: dict = {}  # each distinct layer's entries of this pass, listed once
-
-    def entries(layer: int) -> list:
-        lt = plan.layer_at(layer)
-        if id(lt) not in kept:
-            listed = lt.paired if paired and lt.paired else lt.entries
-            kept[id(lt)] = [e for e in listed if e.phase in phases]
-        return kept[id(lt)]
-
-    layers = range(span.first_layer, span.first_layer + span.layers)
-    if plan.layers:  # layers that differ: each its own entries
-        explained = sum(e.seconds for layer in layers for e in entries(layer))
-    else:
-        explained = span.layers * sum(e.seconds for e in entries(span.first_layer))
-    emb, out = _extras(plan, span, span.dur_s - explained, embedding_share)
-    first, last = (
-        (("embedding", emb), ("output layer + loss", out))
-        if forward
-        else (("output layer + loss grad", out), ("embedding grad", emb))
-    )
-    pieces = _extra_piece(span, first[0], span.start_s, first[1])
-    t = span.start_s + first[1]
-    for layer in layers if forward else reversed(layers):
-        laid, t = _lay_out(entries(layer), t, span, layer)
-        pieces += laid
-    return pieces + _extra_piece(span, last[0], t, last[1])
-
-
-def _overlapped(plan, span: Span, forward: bool) -> bool:
-    """Whether a pass ran as one half of an overlapped pair (EP overlap's steady state): it took
-    its chunk's paired time rather than its time alone, and its ops are the layers' paired
-    entries (LayerTime.paired)."""
-    if not plan.paired:
-        return False
-    chunk = plan.chunks[_virtual_stage(plan, span)]
-    alone = chunk.forward_s if forward else chunk.backward_s
-    return abs(span.dur_s - alone) > 1e-9 * max(alone, 1e-30)
-
-
-def _expandable(plan, span: Span) -> bool:
-    return (
-        plan.layer is not None
-        and span.stream == "compute"
-        and span.kind in ("forward", "backward")
-        and span.layers > 0
-    )
-
-
-def expanded_count(plan, spans) -> int:
-    """How many spans `expand` would return, without building them (at most: each chunk span is
-    counted with both an embedding and an output piece)."""
-    if plan.layer is None:
-        return len(spans)
-    per_pass = {  # the more of a layer's entries alone and paired
-        k: max(
-            sum(1 for e in listed if e.phase in ph and e.busy_s > 0)
-            for listed in (plan.layer.entries, plan.layer.paired)
-        )
-        for k, ph in (("forward", ("forward",)), ("backward", ("recompute", "backward")))
-    }
-    return sum(per_pass[s.kind] * s.layers + 2 if _expandable(plan, s) else 1 for s in spans)
-
-
-def embedding_share(result) -> float:
-    """The embedding's share of the extra time of a chunk holding both embedding and output
-    layer."""
-    w = result.workload
-    if result.plan.p * result.plan.v != 1:
-        return 0.5
-    from simsp.cost import cost_model
-    from simsp.cost import stage_time as st
-    from simsp.spec.layout import layout
-
-    cost, place = cost_model(result.hardware), layout(w.parallel, result.hardware.node.gpus)
-    (ef, _), (of, _) = st.embedding_s(w, cost, place), st.output_s(w, cost, place)
-    return ef / (ef + of) if ef + of > 0 else 0.5
-
-
-def expand(plan, spans, embedding_share: float = 0.5) -> list[Span]:
-    """Every forward/backward chunk span replaced by its op spans; other spans kept."""
-    out: list[Span] = []
-    for s in spans:
-        out += expand_span(plan, s, embedding_share) if _expandable(plan, s) else [s]
-    return out
 
 
 SIDE_PASSES = {"forward": "forward_s", "backward": "backward_s", "backward_input": "backward_s"}
@@ -255,7 +69,7 @@ def tp_chunk_totals(plan, spans) -> list[Span]:
     out = []
     for s in spans:  # a chunk without TP collectives (tp 1) draws nothing on the TP row
         mine = [e for e in comm if (e.phase == "forward") == (s.kind == "forward")]
-        if not (mine and _expandable(plan, s)):
+        if not (mine and expandable(plan, s)):
             continue
         exposed, busy = (s.layers * sum(getattr(e, a) for e in mine) for a in ("seconds", "busy_s"))
         name = (
