@@ -155,7 +155,7 @@ def test_validation_refuses_a_fitted_file(fitted):
 
     _, out = fitted
     with pytest.raises(InputError, match="calibration.fitted"):
-        runner._hardware(str(out))
+        runner.set_hardware(str(out))
 
 
 def test_validate_takes_no_hardware_file():

@@ -77,7 +77,7 @@ def measured_iterations(results) -> list:
 def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
     """(per hardware file, per GPU family) groups of the measured iterations, each by precision:
     files by name, families in FAMILIES order."""
-    from simsp.validate.runner import _hardware
+    from simsp.validate.runner import set_hardware
 
     by_file: dict = {}
     for r in measured_iterations(results):
@@ -85,7 +85,7 @@ def accuracy_groups(results) -> tuple[list[Accuracy], list[Accuracy]]:
         by_file.setdefault(key, []).append(r)
     by_family: dict = {}
     for (stem, precision), rs in by_file.items():
-        family = gpu_family(_hardware(rs[0].case.hardware).gpu.name)
+        family = gpu_family(set_hardware(rs[0].case.hardware).gpu.name)
         if family:  # a GPU of no known family has its file's figures only
             by_family.setdefault((family, precision), {})[stem] = rs
     order = {f: i for i, f in enumerate(FAMILIES)}

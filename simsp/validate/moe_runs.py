@@ -9,7 +9,7 @@ model's architecture (MOE_ARCH, each from the config class the row's `arch_sourc
 
 from pathlib import Path
 
-from simsp.validate.published_runs import COLUMNS, _cell
+from simsp.validate.published_runs import COLUMNS, cell
 
 SET = "moe"
 RUNS = Path("sources") / "moe-runs" / "runs.yaml"
@@ -73,16 +73,16 @@ MLA_KEYS = {
 
 def _flat(run: dict) -> dict:
     """One runs.yaml entry in published_runs.csv's flat form, with the MOE_COLUMNS."""
-    from simsp.validate.published_runs import _flat as flat
+    from simsp.validate.published_runs import flat_run as flat
 
     row = flat(run)
     mla = run["model"].get("mla") or {}
     for col in MOE_COLUMNS:
         section, _, key = col.partition(".")
-        row[col] = _cell((run.get(section) or {}).get(key, mla.get(MLA_KEYS.get(key, ""))))
+        row[col] = cell((run.get(section) or {}).get(key, mla.get(MLA_KEYS.get(key, ""))))
     if mla:
-        row["model.head_dim"] = _cell(mla["qk_nope_head_dim"])
-    row["hardware.nvlink_domain"] = _cell(run["hardware"].get("nvlink_domain"))
+        row["model.head_dim"] = cell(mla["qk_nope_head_dim"])
+    row["hardware.nvlink_domain"] = cell(run["hardware"].get("nvlink_domain"))
     return row
 
 
@@ -102,7 +102,7 @@ def with_architecture(row: dict) -> dict:
     for col in MOE_COLUMNS:
         key = col.partition(".")[2]
         if not out.get(col) and key in arch:
-            out[col] = _cell(arch[key])
+            out[col] = cell(arch[key])
     return out
 
 

@@ -33,7 +33,8 @@ COLUMNS = (
 """published_runs.csv's columns: runs.yaml's keys flattened (section.key), null as empty."""
 
 
-def _cell(value) -> str:
+def cell(value) -> str:
+    """A runs.yaml value as its CSV cell: "" for none, "true"/"false" for a flag."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -41,18 +42,19 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _flat(run: dict) -> dict:
+def flat_run(run: dict) -> dict:
+    """One runs.yaml run as a row keyed by COLUMNS ("section.key"), every value a cell."""
     row = {}
     for col in COLUMNS:
         section, _, key = col.partition(".")
         if key:
-            row[col] = _cell((run.get(section) or {}).get(key))
+            row[col] = cell((run.get(section) or {}).get(key))
         elif col in ("gpu", "gpus", "system"):
-            row[col] = _cell(run["hardware"].get(col))
+            row[col] = cell(run["hardware"].get(col))
         elif col == "inferred_fields":
             row[col] = " | ".join(run.get(col) or [])
         else:
-            row[col] = _cell(run.get(col))
+            row[col] = cell(run.get(col))
     return row
 
 
@@ -86,7 +88,7 @@ def derive_published(shared_dir, out_dir) -> Path:
     ]
     from simsp.validate.data import write_derived_csv
 
-    return write_derived_csv(Path(out_dir) / RUNS_FILE, header, COLUMNS, map(_flat, runs))
+    return write_derived_csv(Path(out_dir) / RUNS_FILE, header, COLUMNS, map(flat_run, runs))
 
 
 def read_published(data_dir=None) -> list[dict]:

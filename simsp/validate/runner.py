@@ -14,7 +14,7 @@ from simsp.validate.summary import summarize
 _HARDWARE: dict = {}
 
 
-def _hardware(path: str):
+def set_hardware(path: str):
     """A validation set's hardware file, refused if it holds values fitted to measured runs
     (`simsp calibrate --runs` marks those `calibration.fitted: true`): validation measures the
     measured calibration, never one tuned to iteration times."""
@@ -50,7 +50,7 @@ def predict_case(case: Case) -> Prediction:
     """The Prediction of one case."""
     from simsp.cost import cost_model
 
-    hw = _hardware(case.hardware)
+    hw = set_hardware(case.hardware)
     if case.quantity == "iteration":
         from simsp.api import run
 

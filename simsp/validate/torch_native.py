@@ -1,7 +1,7 @@
 """The PyTorch-native runs: `data/sources/torch-native-runs/runs.yaml` (22 measured runs of Llama
 models on torchtitan, FSDP2 / TP / PP / CP, torch.compile, torchao float8, and one NeMo AutoModel
 FSDP2 + CP run; its README says what each source states), read as shipped, flattened to the
-published runs' form (published_runs._flat, section.key) and turned into the cases of the set
+published runs' form (published_runs.flat_run, section.key) and turned into the cases of the set
 `torch-native`, kept out of the accuracy line like the moe set (cases.APART_SETS).
 
 The model, the naive baseline and the measured time come from the published sets' helpers
@@ -26,7 +26,7 @@ from pathlib import Path
 from simsp.errors import InputError
 from simsp.units import GIB
 from simsp.validate.published_model import cell_int
-from simsp.validate.published_runs import _cell
+from simsp.validate.published_runs import cell
 from simsp.validate.torchtitan_recipes import RUNS, is_automodel, stack_settings
 
 SET = "torch-native"
@@ -81,12 +81,12 @@ TRAINING_KNOBS = (
 
 def _flat(run: dict) -> dict:
     """One runs.yaml entry in published_runs.csv's flat form, with the EXTRA_COLUMNS."""
-    from simsp.validate.published_runs import _flat as flat
+    from simsp.validate.published_runs import flat_run as flat
 
     row = flat(run)
     for col in EXTRA_COLUMNS:
         section, _, key = col.partition(".")
-        row[col] = _cell((run.get(section) or {}).get(key))
+        row[col] = cell((run.get(section) or {}).get(key))
     return row
 
 

@@ -134,7 +134,7 @@ def calibrate(req: Request) -> dict:
     """Write the new hardware YAML; return its calibration section as written."""
     base, out = Path(req.base), Path(req.out)
     load_hardware(base)  # the base itself must be valid before anything is copied
-    _check_out(out, req)
+    check_new_file(out, req)
     if req.name is not None:  # before anything is staged: the error names the flag
         check_name("--name", req.name)
     _check_inputs(req)
@@ -158,7 +158,7 @@ def calibrate(req: Request) -> dict:
     return cal
 
 
-def _check_out(out: Path, req: Request) -> None:
+def check_new_file(out: Path, req: Request) -> None:
     """The new file's path, checked before anything is copied: not a folder, a symbolic link,
     a device or FIFO, nor any file the command reads; its folder either there or creatable."""
     if out.is_dir():

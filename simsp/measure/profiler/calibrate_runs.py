@@ -31,12 +31,13 @@ the base file as it is, so measured files go in first, with a calibrate of their
 def calibrate_runs(args, command: str) -> None:
     """The `--runs` form of `simsp calibrate`."""
     from simsp.io.config import load_hardware, load_workload
-    from simsp.measure.profiler.calibrate import Fitted, Request, _check_out, calibrate
+    from simsp.measure.profiler.calibrate import Fitted, Request, calibrate, check_new_file
 
     _check_options(args)
     hw = load_hardware(args.hardware)
     check_out(args.hardware, args.out)
-    _check_out(Path(args.out), Request(args.hardware, args.out, host=args.runs))  # runs: an input
+    # the runs file is an input too
+    check_new_file(Path(args.out), Request(args.hardware, args.out, host=args.runs))
     runs = read_runs(args.runs, args.allow_outside)
     names = tuple(n.strip() for n in args.fit.split(",")) if args.fit else tuple(BY_NAME)
     params, skipped = usable(names, hw, asked=bool(args.fit))

@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 
-from simsp.present.timeline.pages import PAGE_CSS, _table
+from simsp.present.timeline.pages import PAGE_CSS, html_table
 from simsp.sim.trace import Span
 from simsp.textfile import GENERATOR_META
 from simsp.units import MS
@@ -156,8 +156,8 @@ def overlay_html(cmp) -> str:
         config={"displaylogo": False, "scrollZoom": True},
     )
     tables = (
-        f"<div><h3>By op kind</h3>{_table(['op kind', *head[1:]], _rows(d['by_kind']))}"
-        f"<h3>By layer</h3>{_table(['layer', *head[1:]], _rows(d['by_layer']))}"
+        f"<div><h3>By op kind</h3>{html_table(['op kind', *head[1:]], _rows(d['by_kind']))}"
+        f"<h3>By layer</h3>{html_table(['layer', *head[1:]], _rows(d['by_layer']))}"
         f"<p>Real: kernel time per kind from {html.escape(d['trace'])}; simulated: stream-busy "
         "time of stage 0. Share: |simulated - real| over the sum of it over the rows.</p></div>"
     )

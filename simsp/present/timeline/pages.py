@@ -26,7 +26,8 @@ def figure_html(spec: dict) -> str:
     return page.replace("<head>", f"<head>{GENERATOR_META}<title>{text}</title>", 1)
 
 
-def _table(head: list, rows: list[list]) -> str:
+def html_table(head: list, rows: list[list]) -> str:
+    """A plain HTML table, every cell escaped."""
     cells = "".join(f"<th>{html.escape(str(h))}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in rows
@@ -123,7 +124,7 @@ def reproduction_html(tables: dict, headers: dict, figure7_pct: dict) -> str:
     ]
     for i, (title, rows) in enumerate(tables.items()):
         parts.append(f"<h2>{html.escape(title)}</h2>")
-        parts.append(_table(headers[title], rows))
+        parts.append(html_table(headers[title], rows))
         figs[title].update_layout(height=460, template="plotly_white")
         # a fixed div id per figure: plotly's default is a random uuid, and the same tables
         # should give the same page byte for byte
