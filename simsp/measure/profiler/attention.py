@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from simsp.measure.profiler._torch import Progress, device_name, require_torch, today, versions
-from simsp.measure.profiler.gemm import _TORCH_DTYPES, Settings
+from simsp.measure.profiler.gemm import TORCH_DTYPES, Settings
 from simsp.model.layer import Attention, build_layer
 from simsp.spec.workload import Workload
 from simsp.tables.attention import BACKWARD_FLOPS_FACTOR, AttentionPoint, write_attention_table
@@ -140,7 +140,7 @@ class _Inputs:
     """Q, K, V (leaf tensors requiring grad) and the output gradient of one case."""
 
     def __init__(self, torch, c: Case, s: Settings, gqa_native: bool):
-        dt = getattr(torch, _TORCH_DTYPES[s.dtype])
+        dt = getattr(torch, TORCH_DTYPES[s.dtype])
         kv = c.kv_heads if gqa_native else c.heads
         self.q = torch.randn(
             c.batch, c.heads, c.seq_len, c.head_dim, device=s.device, dtype=dt, requires_grad=True

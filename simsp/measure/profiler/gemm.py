@@ -24,7 +24,8 @@ from simsp.measure.profiler.shapes import Shape
 from simsp.tables import GemmPoint, GemmTable, write_gemm_table
 
 DTYPES = ("bf16", "fp16", "fp32")
-_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+"""simsp's dtype names -> torch attribute names (the profilers share them)."""
 MIN_TFLOPS = 0.001
 """write_gemm_table keeps 3 decimals; a slower measurement is written as this (and counted)."""
 
@@ -60,7 +61,7 @@ def default_settings(
 
 def operands(torch, shape: Shape, s: Settings):
     """A no-argument callable running this shape's GEMM in its layout, on fresh random operands."""
-    g, dt = shape.gemm, getattr(torch, _TORCH_DTYPES[s.dtype])
+    g, dt = shape.gemm, getattr(torch, TORCH_DTYPES[s.dtype])
     lead = (g.batch,) if g.batch > 1 else ()
     a_dims, b_dims = {
         "TN": ((g.m, g.k), (g.n, g.k)),

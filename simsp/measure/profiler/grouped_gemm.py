@@ -13,8 +13,8 @@ the median time, as the CSV counts it.
 
 from simsp.measure.profiler._torch import device_name, require_torch, today, versions
 from simsp.measure.profiler.gemm import (
-    _TORCH_DTYPES,
     CPU_SAMPLE_S,
+    TORCH_DTYPES,
     Settings,
     each_on_device,
     time_call,
@@ -45,7 +45,7 @@ def grouped_shapes(w: Workload) -> list[tuple[str, int, int, int, int]]:
 def operands(torch, groups: int, m: int, n: int, k: int, layout: str, s: Settings):
     """A no-argument callable running one stage of the grouped GEMM: `groups` torch.mm calls in
     the stage's layout, on fresh random per-group operands."""
-    dt = getattr(torch, _TORCH_DTYPES[s.dtype])
+    dt = getattr(torch, TORCH_DTYPES[s.dtype])
     a_dims, b_dims, c_dims = {
         "TN": ((m, k), (n, k), (m, n)),  # x @ w.t()
         "NN": ((m, n), (n, k), (m, k)),  # dy @ w
