@@ -9,6 +9,7 @@ import pytest
 from simsp.cost import CostModel, cost_model
 from simsp.cost import fsdp as F
 from simsp.cost import layer_time as LT
+from simsp.cost import op_entries as OE
 from simsp.cost import ring_correction as RC
 from simsp.cost import stage_time as ST
 from simsp.cost.gradient_sync import (
@@ -92,7 +93,7 @@ def test_cp2_halves_a_layer_with_free_communication(monkeypatch):
 def test_ring_exposes_what_a_block_does_not_hide(monkeypatch, send_s):
     """Forward: c - 1 K/V sends, each beside one half-block step; exposed = sum of the
     shortfalls, 0 when every block outlasts a send."""
-    monkeypatch.setattr(LT._Pass, "collective_s", lambda self, c: send_s)
+    monkeypatch.setattr(OE.OpEntries, "collective_s", lambda self, c: send_s)
     w = _w("llama-3.1-70b", cp=4)
     lt = _layer(w)
     compute = next(e for e in lt.entries if e.op == "flash attention" and e.phase == "forward")

@@ -15,7 +15,7 @@ def ring_attention_entries(p, op: Op, phase: str, backward: bool) -> list[Entry]
     1 sends); backward, step 0 sends K/V, the middle steps K/V with the gradients gathered
     so far, the last step the finished dK/dV (2(c - 1) K/V-sized sends in all). A step
     shorter than the transfer alongside it waits for the difference: the ring's exposed
-    time; a step runs on the SMs its send leaves. `p` is the layer's pass (layer_time._Pass):
+    time; a step runs on the SMs its send leaves. `p` is the layer's pass (op_entries.OpEntries):
     its cost model and its collectives' times."""
     att, cm = op.attention, p.cost.compute
     diagonal = cm.flash_attention(
