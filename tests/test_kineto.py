@@ -272,9 +272,9 @@ def test_a_trace_that_inflates_past_the_bound_is_refused_as_it_is_read(tmp_path,
     import gzip
 
     from simsp.errors import InputError
-    from simsp.measure.kineto import reader
+    from simsp.measure.kineto import reader, trace_file
 
-    monkeypatch.setattr(reader, "MAX_TRACE_BYTES", 1 << 20)
+    monkeypatch.setattr(trace_file, "MAX_TRACE_BYTES", 1 << 20)
     path = tmp_path / "bomb.json.gz"
     path.write_bytes(gzip.compress(b" " * (4 << 20)))  # 4 MiB of spaces, a few KiB compressed
     with pytest.raises(InputError, match="more than 1 MiB"):
