@@ -297,7 +297,8 @@ def cmd_calibrate(args) -> None:
     """`simsp calibrate`: new hardware YAML, validated; with --workload, the prediction
     before/after."""
     from simsp.io.config import load_hardware, load_workload
-    from simsp.measure.profiler.calibrate import PATH_KEYS, Request, calibrate
+    from simsp.measure.profiler.calibrate import calibrate
+    from simsp.measure.profiler.calibrate_request import PATH_KEYS, Request
     from simsp.measure.profiler.memory_bound import memory_request
     from simsp.measure.profiler.prediction_change import compare
 

@@ -80,7 +80,8 @@ def _lacks(model) -> str:
 
 def calibrate_from_trace(trace, workload, out, hardware=None, command: str = "") -> dict:
     """Write the calibrated hardware file; return the summary `--json` prints."""
-    from simsp.measure.profiler.calibrate import NONE, Request, calibrate
+    from simsp.measure.profiler.calibrate import calibrate
+    from simsp.measure.profiler.calibrate_request import NONE, Request
 
     w = load_workload(workload)
     prof = read_profile(trace)

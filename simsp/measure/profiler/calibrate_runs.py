@@ -31,7 +31,8 @@ the base file as it is, so measured files go in first, with a calibrate of their
 def calibrate_runs(args, command: str) -> None:
     """The `--runs` form of `simsp calibrate`."""
     from simsp.io.config import load_hardware, load_workload
-    from simsp.measure.profiler.calibrate import Fitted, Request, calibrate, check_new_file
+    from simsp.measure.profiler.calibrate import calibrate, check_new_file
+    from simsp.measure.profiler.calibrate_request import Fitted, Request
 
     _check_options(args)
     hw = load_hardware(args.hardware)
